@@ -1,0 +1,51 @@
+# The two commands of README.md: `make run` (the console with demo data) and `make test` (everything).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-12)
+
+.PHONY: run test install lint check-deploy test-sqlite test-postgres bench mutation clean
+
+$(STAMP):
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	bash scripts/run.sh
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+check-deploy: install
+	STALWART_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') \
+	STALWART_ALLOWED_HOSTS=console.example.org \
+	DJANGO_SETTINGS_MODULE=console.settings.production \
+	$(PY) manage.py check --deploy --fail-level WARNING
+
+test-sqlite: install
+	env -u DATABASE_URL $(PY) -m pytest $(PYTEST_ARGS)
+
+test-postgres: install
+	DATABASE_URL=$${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/stalwart} $(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint check-deploy test-sqlite test-postgres
+
+bench: install
+	$(PY) -m benchmarks
+
+mutation: install
+	bash scripts/mutation.sh
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,32 @@
+"""One error shape for the API: DRF's, with the services' Django errors mapped onto it."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+log = logging.getLogger(__name__)
+
+
+def exception_handler(exc, context):  # noqa: ANN001, ANN201
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            detail = {field: [str(m) for m in msgs] for field, msgs in exc.message_dict.items()}
+        else:
+            detail = {"non_field_errors": [str(m) for m in exc.messages]}
+        exc = exceptions.ValidationError(detail)
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        log.exception("internal error on the API", exc_info=exc)
+        return Response(
+            {"detail": "internal error: the request was not carried out"},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    return response

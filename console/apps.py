@@ -1,0 +1,10 @@
+"""The console's own Django app."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ConsoleConfig(AppConfig):
+    name = "console"
+    verbose_name = "Stalwart console"

@@ -1,0 +1,74 @@
+"""Whether the database, the broker and at least one worker answer, each with what went wrong."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.db import connection
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    ok: bool
+    detail: str
+
+
+def check_database() -> Probe:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # noqa: BLE001 - any failure means the database does not answer
+        return Probe("database", False, f"the database does not answer: {type(exc).__name__}")
+    return Probe("database", True, f"{connection.vendor} answers")
+
+
+def _broker_name() -> str:
+    url = settings.CELERY_BROKER_URL
+    return "embedded broker (filesystem)" if url.startswith("filesystem") else "redis"
+
+
+def check_broker() -> Probe:
+    from console.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:  # noqa: BLE001 - any failure means the broker does not answer
+        return Probe("broker", False, f"the {_broker_name()} does not answer: {type(exc).__name__}")
+    return Probe("broker", True, f"the {_broker_name()} answers")
+
+
+def check_worker(timeout: float | None = None) -> Probe:
+    """Send a ping task and wait for a worker to write its row: proof that one takes tasks."""
+    from console.models import WorkerPing
+    from console.tasks import health_ping
+
+    timeout = settings.STALWART_HEALTH_WORKER_TIMEOUT if timeout is None else timeout
+    nonce = secrets.token_hex(16)
+    try:
+        health_ping.apply_async(args=[nonce], expires=timeout + 5, retry=False)
+    except Exception as exc:  # noqa: BLE001 - the task could not even be sent
+        return Probe("worker", False, f"the ping task could not be sent: {type(exc).__name__}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ping = WorkerPing.objects.filter(nonce=nonce).first()
+        if ping is not None:
+            return Probe("worker", True, f"worker {ping.hostname} answered")
+        time.sleep(0.1)
+    return Probe("worker", False, f"no worker answered within {timeout:g} s")
+
+
+def health_report() -> dict:
+    database = check_database()
+    broker = check_broker()
+    if broker.ok:
+        worker = check_worker()
+    else:
+        worker = Probe("worker", False, "not asked: the broker does not answer")
+    probes = [database, broker, worker]
+    return {"ok": all(p.ok for p in probes), "checks": [asdict(p) for p in probes]}

@@ -1,0 +1,80 @@
+"""Create (or refresh) the demo organisation with one person per role, and print how to sign in."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.utils import timezone
+
+from console import services
+from console.models import Event, Membership, Organisation, Role
+
+DEMO_SLUG = "demo"
+DEMO_EVENTS = [
+    (
+        "firewall",
+        "desk",
+        "shell.exec",
+        "tool_call",
+        "refuse",
+        "deny",
+        ["rule: no rm -rf"],
+        "no rm -rf",
+    ),
+    ("toolcheck", "desk", "get_order", "tool_call", "allow", "", ["allow"], ""),
+    ("toolcheck", "billing", "refund_card", "tool_call", "confirm", "", ["write"], ""),
+    ("toolcheck", "billing", "refund_card", "tool_call", "refuse", "", ["refuse"], "refunds"),
+    ("firewall", "desk", "http.fetch", "egress", "refuse", "deny", ["rule: ssrf"], "ssrf"),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo organisation with an admin, an editor, an approver and an auditor."
+
+    def handle(self, *args, **options) -> None:  # noqa: ANN002, ANN003
+        password = os.environ.get("STALWART_DEMO_PASSWORD", "stalwart-demo")
+        with transaction.atomic():
+            organisation = Organisation.objects.filter(slug=DEMO_SLUG).first()
+            if organisation is None:
+                organisation = services.organisation_create(name="Demo Shop", slug=DEMO_SLUG)
+            user_model = get_user_model()
+            people = []
+            for role in Role.values:
+                username = f"demo-{role}"
+                user, _ = user_model.objects.get_or_create(
+                    username=username, defaults={"email": f"{username}@demo.invalid"}
+                )
+                user.set_password(password)
+                user.save()
+                Membership.objects.update_or_create(
+                    user=user, organisation=organisation, defaults={"role": role}
+                )
+                people.append((role, username))
+            if not Event.objects.filter(organisation=organisation).exists():
+                now = timezone.now()
+                for i, (source, agent, tool, stage, decision, verdict, reasons, rule) in enumerate(
+                    DEMO_EVENTS
+                ):
+                    event = services.event_record(
+                        organisation=organisation,
+                        source=source,
+                        decision=decision,
+                        session="demo-session-1",
+                        agent=agent,
+                        tool=tool,
+                        stage=stage,
+                        verdict=verdict,
+                        reasons=reasons,
+                        rule=rule,
+                        detail={"arguments": {"order_id": "4411"}},
+                    )
+                    Event.objects.filter(pk=event.pk).update(
+                        at=now - dt.timedelta(minutes=5 * (len(DEMO_EVENTS) - i))
+                    )
+        self.stdout.write(f"Demo organisation `{organisation.name}` is ready. Sign in with:")
+        for role, username in people:
+            self.stdout.write(f"  {role:9} {username:16} password: {password}")

@@ -1,0 +1,31 @@
+"""Every page needs a signed-in person; the API answers 401/403 itself, with keys or sessions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpResponse
+from django.urls import reverse
+
+OPEN_PREFIXES = ("/v1/", "/static/")
+
+
+class LoginRequiredMiddleware:
+    def __init__(self, get_response) -> None:  # noqa: ANN001
+        self.get_response = get_response
+
+    def __call__(self, request):  # noqa: ANN001, ANN204
+        path = request.path_info
+        login = reverse(settings.LOGIN_URL)
+        if (
+            not request.user.is_authenticated
+            and path != login
+            and not path.startswith(OPEN_PREFIXES)
+        ):
+            if getattr(request, "htmx", False):
+                # htmx would swap the login page into a fragment; send the browser there instead.
+                response = HttpResponse(status=401)
+                response["HX-Redirect"] = login
+                return response
+            return redirect_to_login(request.get_full_path(), login)
+        return self.get_response(request)

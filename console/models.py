@@ -1,0 +1,209 @@
+"""Organisations, the people in them and their roles, API keys, settings, audit rows and events."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    EDITOR = "editor", "Editor"
+    APPROVER = "approver", "Approver"
+    AUDITOR = "auditor", "Auditor"
+
+
+class Organisation(models.Model):
+    """A tenant: every object of the product belongs to exactly one."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=60, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "organisation"], name="one_membership_per_person"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organisation} as {self.role}"
+
+
+class ApiKey(models.Model):
+    """A key for programs: it belongs to one organisation, acts with one role, and is kept only as a hash."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_by_id = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+def _default_licence_end() -> dt.date:
+    return timezone.now().date() + dt.timedelta(days=365)
+
+
+class Language(models.TextChoices):
+    EN = "en", "English"
+    PT_BR = "pt-BR", "Português do Brasil"
+
+
+class OnUnread(models.TextChoices):
+    REFUSE = "refuse", "refuse: end the turn with a refusal, no model is called"
+    MODEL = "model", "model: send the turn to the agent's model, every call it asks for is checked"
+    ASK = "ask", "ask: ask the person whether the model may have the turn"
+    ANSWER = "answer", "answer: answer from the organisation's documents, or refuse"
+
+
+class TaintPolicy(models.TextChoices):
+    CONFIRM = "confirm", "confirm: a write after outside content waits for a person"
+    REFUSE = "refuse", "refuse: a write after outside content is refused"
+
+
+class LicenceOnLapse(models.TextChoices):
+    REFUSE_WRITES = "refuse_writes", "refuse writes, reads still run"
+    REFUSE_ALL = "refuse_all", "refuse every call"
+
+
+class OrganisationSettings(models.Model):
+    """What the Settings page edits; the engines read these on every call."""
+
+    organisation = models.OneToOneField(
+        Organisation, on_delete=models.CASCADE, primary_key=True, related_name="settings"
+    )
+    language = models.CharField(max_length=8, choices=Language.choices, default=Language.EN)
+    on_unread = models.CharField(max_length=8, choices=OnUnread.choices, default=OnUnread.REFUSE)
+    taint_policy = models.CharField(
+        max_length=8, choices=TaintPolicy.choices, default=TaintPolicy.CONFIRM
+    )
+    licence_valid_until = models.DateField(default=_default_licence_end)
+    licence_on_lapse = models.CharField(
+        max_length=16, choices=LicenceOnLapse.choices, default=LicenceOnLapse.REFUSE_WRITES
+    )
+    compiled_records_only = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def licence_lapsed(self, today: dt.date | None = None) -> bool:
+        return (today or timezone.now().date()) > self.licence_valid_until
+
+
+class AppendOnlyError(Exception):
+    """Raised when code tries to change or remove an audit row."""
+
+
+class AuditRowQuerySet(models.QuerySet):
+    def update(self, **kwargs):  # noqa: ANN003, ANN201
+        raise AppendOnlyError("audit rows are append-only: they cannot be updated")
+
+    def delete(self):  # noqa: ANN201
+        raise AppendOnlyError("audit rows are append-only: they cannot be deleted")
+
+    def bulk_create(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        raise AppendOnlyError("audit rows are written one at a time by audit_record")
+
+    def bulk_update(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        raise AppendOnlyError("audit rows are append-only: they cannot be updated")
+
+
+class AuditRow(models.Model):
+    """One change, chained to the row before it in its organisation by a SHA-256 hash."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="audit_rows"
+    )
+    seq = models.PositiveBigIntegerField()
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200)
+    actor_id = models.IntegerField(null=True, blank=True)
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    changes = models.JSONField(default=dict)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    objects = AuditRowQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "seq"], name="one_audit_row_per_seq")
+        ]
+        indexes = [models.Index(fields=["organisation", "at"])]
+
+    def save(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        if not self._state.adding:
+            raise AppendOnlyError("audit rows are append-only: they cannot be updated")
+        return super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        raise AppendOnlyError("audit rows are append-only: they cannot be deleted")
+
+
+class Decision(models.TextChoices):
+    ALLOW = "allow", "allow"
+    CONFIRM = "confirm", "confirm"
+    REFUSE = "refuse", "refuse"
+
+
+class Event(models.Model):
+    """A decision made on the path of a call (firewall, tool check, router), as the event feed shows it."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(max_length=32)
+    session = models.CharField(max_length=128, blank=True)
+    agent = models.CharField(max_length=128, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    stage = models.CharField(max_length=32, blank=True)
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    verdict = models.CharField(max_length=32, blank=True)
+    reasons = models.JSONField(default=list)
+    rule = models.CharField(max_length=200, blank=True)
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["organisation", "at"]),
+            models.Index(fields=["organisation", "agent", "at"]),
+            models.Index(fields=["organisation", "tool", "at"]),
+            models.Index(fields=["organisation", "decision", "at"]),
+        ]
+
+
+class WorkerPing(models.Model):
+    """Written by the health task, so the health page knows that a worker took a task from the broker."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    hostname = models.CharField(max_length=200)
+    at = models.DateTimeField(default=timezone.now)

@@ -1,0 +1,29 @@
+"""Settings of the test suite: a real database (SQLite file or PostgreSQL) and the real Redis."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
+
+from console.settings.base import *  # noqa: E402, F403
+from console.settings.base import DATABASES, VAR_DIR  # noqa: E402
+
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+(VAR_DIR / "staticfiles").mkdir(exist_ok=True)
+WHITENOISE_AUTOREFRESH = True
+DEBUG = False
+SECRET_KEY = "test-only-key-0123456789abcdef0123456789abcdef0123456789"
+ALLOWED_HOSTS = ["*"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, so that a real worker process sees the rows the tests write.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-stalwart.sqlite3")}
+if os.environ.get("STALWART_DATABASE_NAME"):
+    # A worker process started by the tests reads the test database by its real name.
+    DATABASES["default"]["NAME"] = os.environ["STALWART_DATABASE_NAME"]
+STALWART_HEALTH_WORKER_TIMEOUT = 10.0

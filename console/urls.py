@@ -1,0 +1,32 @@
+"""Routes of the console: pages, the API under /v1/, and its OpenAPI schema and docs."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from console import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("organisation/switch", views.organisation_switch, name="organisation-switch"),
+    path("settings/", views.settings_page, name="settings"),
+    path("settings/validate", views.settings_validate, name="settings-validate"),
+    path("audit/", views.audit_page, name="audit"),
+    path("events/", views.events_page, name="events"),
+    path("events/<int:event_id>/", views.event_detail, name="event"),
+    path("members/", views.members_page, name="members"),
+    path("members/add", views.member_add, name="member-add"),
+    path("members/<int:membership_id>/role", views.member_role, name="member-role"),
+    path("members/<int:membership_id>/remove", views.member_remove, name="member-remove"),
+    path("api-keys/", views.api_keys_page, name="api-keys"),
+    path("api-keys/create", views.api_key_create, name="api-key-create"),
+    path("api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api-key-revoke"),
+    path("health/", views.health_page, name="health"),
+    path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("v1/", include("console.api.urls")),
+]

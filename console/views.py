@@ -1,0 +1,304 @@
+"""Pages of the console's own app. Each view: resolve the actor, check the role, call one service, render."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console import selectors, services
+from console.access import (
+    ORG_SESSION_KEY,
+    actor_for_request,
+    get_object_for_actor,
+    memberships_of,
+    require,
+)
+from console.forms import ApiKeyForm, PersonForm, RoleForm, SettingsForm
+from console.health import health_report
+from console.models import ApiKey, Decision, Event, Membership
+
+PAGE_SIZE = 25
+
+
+def _add_errors(form, exc: ValidationError) -> None:  # noqa: ANN001
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    since = timezone.now() - dt.timedelta(hours=24)
+    counts = {d: 0 for d in Decision.values}
+    if actor.can("events.read"):
+        rows = (
+            Event.objects.filter(organisation=actor.organisation, at__gte=since)
+            .values("decision")
+            .annotate(n=Count("id"))
+        )
+        counts.update({row["decision"]: row["n"] for row in rows})
+    settings_obj = services.settings_get(organisation=actor.organisation)
+    return render(
+        request,
+        "console/dashboard.html",
+        {
+            "actor": actor,
+            "counts": counts,
+            "settings": settings_obj,
+            "licence_lapsed": settings_obj.licence_lapsed(),
+        },
+    )
+
+
+@require_POST
+def organisation_switch(request: HttpRequest) -> HttpResponse:
+    wanted = request.POST.get("organisation", "")
+    if not any(str(m.organisation_id) == wanted for m in memberships_of(request.user)):
+        raise Http404("no such organisation")
+    request.session[ORG_SESSION_KEY] = wanted
+    return redirect("dashboard")
+
+
+@require_http_methods(["GET", "POST"])
+def settings_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "settings.read")
+    obj = services.settings_get(organisation=actor.organisation)
+    saved = False
+    if request.method == "POST":
+        require(actor, "settings.write")
+        form = SettingsForm(
+            request.POST, instance=services.settings_get(organisation=actor.organisation)
+        )
+        if form.is_valid():
+            try:
+                obj = services.settings_update(
+                    actor=actor,
+                    data={name: form.cleaned_data[name] for name in form.changed_data},
+                )
+            except ValidationError as exc:
+                _add_errors(form, exc)
+            except PermissionDenied as exc:
+                form.add_error(None, str(exc))
+            else:
+                saved = True
+                form = SettingsForm(instance=obj)
+        if not saved:
+            obj.refresh_from_db()
+    else:
+        form = SettingsForm(instance=obj)
+    context = {"form": form, "saved": saved, "actor": actor, "settings": obj}
+    status = 400 if request.method == "POST" and not saved else 200
+    if request.htmx:
+        return render(request, "console/settings.html#settings-form", context, status=status)
+    return render(request, "console/settings.html", context, status=status)
+
+
+@require_POST
+def settings_validate(request: HttpRequest) -> HttpResponse:
+    """Inline validation: the form as it would be saved, with its errors; nothing is written."""
+    actor = actor_for_request(request)
+    require(actor, "settings.write")
+    obj = services.settings_get(organisation=actor.organisation)
+    form = SettingsForm(request.POST, instance=obj)
+    form.is_valid()
+    if "licence_valid_until" in form.changed_data or "licence_on_lapse" in form.changed_data:
+        if not actor.can("licence.write"):
+            form.add_error(None, "only an admin can change the licence")
+    # Only the error slots are sent (out of band), so inputs the person is editing are never replaced.
+    return render(request, "console/settings.html#validation", {"form": form, "validated": True})
+
+
+def _page(request: HttpRequest, qs):  # noqa: ANN001, ANN202
+    return Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+def _query_without_page(request: HttpRequest) -> str:
+    params = request.GET.copy()
+    params.pop("page", None)
+    return params.urlencode()
+
+
+@require_GET
+def audit_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "audit.read")
+    error = None
+    try:
+        filters = selectors.AuditFilters.from_params(request.GET)
+    except selectors.FilterError as exc:
+        error, filters = str(exc), selectors.AuditFilters()
+    page = _page(request, selectors.audit_list(organisation=actor.organisation, filters=filters))
+    context = {
+        "page": page,
+        "error": error,
+        "params": request.GET,
+        "query": _query_without_page(request),
+    }
+    if request.htmx and request.htmx.target == "audit-rows":
+        return render(request, "console/audit.html#audit-rows", context)
+    return render(request, "console/audit.html", context)
+
+
+@require_GET
+def events_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "events.read")
+    error = None
+    try:
+        filters = selectors.EventFilters.from_params(request.GET)
+    except selectors.FilterError as exc:
+        error, filters = str(exc), selectors.EventFilters()
+    page = _page(request, selectors.event_list(organisation=actor.organisation, filters=filters))
+    context = {
+        "page": page,
+        "error": error,
+        "params": request.GET,
+        "decisions": Decision.values,
+        "query": _query_without_page(request),
+    }
+    if request.htmx and request.htmx.target == "event-rows":
+        return render(request, "console/events.html#event-rows", context)
+    return render(request, "console/events.html", context)
+
+
+@require_GET
+def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "events.read")
+    event = get_object_for_actor(Event, actor, pk=event_id)
+    return render(request, "console/event_detail.html", {"event": event})
+
+
+@require_GET
+def members_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "members.read")
+    return _members(request, actor, PersonForm())
+
+
+def _members(request, actor, form, *, created=None, status=200):  # noqa: ANN001, ANN202
+    memberships = (
+        Membership.objects.filter(organisation=actor.organisation)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    return render(
+        request,
+        "console/members.html",
+        {
+            "memberships": memberships,
+            "form": form,
+            "created": created,
+            "role_choices": RoleForm.base_fields["role"].choices,
+        },
+        status=status,
+    )
+
+
+@require_POST
+def member_add(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "members.manage")
+    form = PersonForm(request.POST)
+    if form.is_valid():
+        try:
+            user, password = services.person_add(actor=actor, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            created = {"username": user.get_username(), "password": password}
+            return _members(request, actor, PersonForm(), created=created)
+    return _members(request, actor, form, status=400)
+
+
+@require_POST
+def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "members.manage")
+    membership = get_object_for_actor(Membership, actor, pk=membership_id)
+    form = RoleForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError({"role": "choose a role"})
+        services.membership_set_role(
+            actor=actor, membership=membership, role=form.cleaned_data["role"]
+        )
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("members")
+
+
+@require_POST
+def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "members.manage")
+    membership = get_object_for_actor(Membership, actor, pk=membership_id)
+    try:
+        services.membership_remove(actor=actor, membership=membership)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("members")
+
+
+def _api_keys(request, actor, form, *, created=None, status=200):  # noqa: ANN001, ANN202
+    keys = ApiKey.objects.filter(organisation=actor.organisation).order_by("-created_at")
+    return render(
+        request,
+        "console/api_keys.html",
+        {"keys": keys, "form": form, "created": created},
+        status=status,
+    )
+
+
+@require_GET
+def api_keys_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "api_keys.manage")
+    return _api_keys(request, actor, ApiKeyForm())
+
+
+@require_POST
+def api_key_create(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "api_keys.manage")
+    form = ApiKeyForm(request.POST)
+    if form.is_valid():
+        try:
+            key, plain = services.api_key_create(actor=actor, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            return _api_keys(request, actor, ApiKeyForm(), created={"key": key, "plain": plain})
+    return _api_keys(request, actor, form, status=400)
+
+
+@require_POST
+def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "api_keys.manage")
+    key = get_object_for_actor(ApiKey, actor, pk=key_id)
+    services.api_key_revoke(actor=actor, key=key)
+    return redirect("api-keys")
+
+
+@require_GET
+def health_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "health.read")
+    if request.htmx:
+        report = health_report()
+        # htmx swaps only 2xx answers; the fragment itself says what does not answer.
+        return render(request, "console/health.html#health-report", {"report": report})
+    return render(request, "console/health.html", {})

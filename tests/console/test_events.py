@@ -1,0 +1,160 @@
+"""The event feed's foundation: recording with redaction, filtering, paging, and the API."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from console import services
+from console.models import Event
+from console.redaction import REDACTED, redact
+
+pytestmark = pytest.mark.django_db
+
+
+def _event(organisation, minutes_ago=0, **fields):
+    event = services.event_record(
+        organisation=organisation, **{"source": "firewall", "decision": "allow", **fields}
+    )
+    Event.objects.filter(pk=event.pk).update(at=timezone.now() - dt.timedelta(minutes=minutes_ago))
+    return event
+
+
+def test_secrets_are_redacted_before_an_event_is_written(organisation):
+    event = services.event_record(
+        organisation=organisation,
+        source="toolcheck",
+        decision="refuse",
+        detail={
+            "arguments": {
+                "password": "hunter2",
+                "note": "Bearer abcdefghijklmnop123",
+                "nested": [{"api_key": "k-123"}, "sk-ant-abcdefghijklmnopqrstu"],
+                "card": "4111",
+            }
+        },
+        secret_keys=frozenset({"card"}),
+    )
+    stored = Event.objects.get(pk=event.pk).detail["arguments"]
+    assert stored["password"] == REDACTED
+    assert stored["note"] == REDACTED
+    assert stored["nested"] == [{"api_key": REDACTED}, REDACTED]
+    assert stored["card"] == REDACTED
+    assert "hunter2" not in str(Event.objects.get(pk=event.pk).__dict__)
+
+
+def test_redaction_leaves_ordinary_values_alone():
+    assert redact({"order_id": "4411", "amount": 40.0, "items": [1, "a"]}) == {
+        "order_id": "4411",
+        "amount": 40.0,
+        "items": [1, "a"],
+    }
+
+
+@pytest.fixture
+def feed(organisation):
+    return [
+        _event(organisation, 300, agent="desk", tool="get_order", decision="allow"),
+        _event(
+            organisation,
+            200,
+            agent="billing",
+            tool="refund_card",
+            decision="confirm",
+            session="s1",
+            reasons=["write"],
+        ),
+        _event(
+            organisation,
+            100,
+            agent="billing",
+            tool="refund_card",
+            decision="refuse",
+            session="s2",
+            reasons=["refuse"],
+            rule="refunds",
+        ),
+        _event(
+            organisation,
+            5,
+            agent="desk",
+            tool="shell.exec",
+            decision="refuse",
+            rule="no rm -rf",
+            verdict="deny",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, [3, 2, 1, 0]),
+        ({"agent": "billing"}, [2, 1]),
+        ({"tool": "refund_card", "decision": "refuse"}, [2]),
+        ({"session": "s1"}, [1]),
+        ({"rule": "no rm -rf"}, [3]),
+        ({"decision": "allow"}, [0]),
+    ],
+)
+def test_the_feed_filters(params, expected, feed, auditor, client_for):
+    body = client_for(auditor).get("/v1/events", params).json()
+    assert [e["id"] for e in body["results"]] == [feed[i].pk for i in expected]
+    page = client_for(auditor).get("/events/", params)
+    assert page.content.count(b'class="event-row') == len(expected)
+
+
+def test_the_feed_filters_by_time_range(feed, auditor, client_for):
+    now = timezone.now()
+    since = (now - dt.timedelta(minutes=250)).isoformat()
+    until = (now - dt.timedelta(minutes=50)).isoformat()
+    body = client_for(auditor).get("/v1/events", {"since": since, "until": until}).json()
+    assert [e["id"] for e in body["results"]] == [feed[2].pk, feed[1].pk]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"decision": "deny"}, "decision"),
+        ({"since": "soon"}, "since"),
+        ({"since": "2026-11-30", "until": "2026-11-01"}, "until"),
+    ],
+)
+def test_a_bad_filter_names_its_parameter(params, field, feed, auditor, client_for):
+    response = client_for(auditor).get("/v1/events", params)
+    assert response.status_code == 400
+    assert field in response.json()
+    page = client_for(auditor).get("/events/", params)
+    assert page.status_code == 200
+    assert f"{field}: ".encode() in page.content
+
+
+def test_the_feed_pages_with_htmx(organisation, auditor, client_for):
+    for i in range(30):
+        _event(organisation, i, tool=f"t{i}")
+    client = client_for(auditor)
+    first = client.get("/events/")
+    assert first.content.count(b'class="event-row') == 25
+    assert b'hx-get="?page=2"' in first.content
+    second = client.get(
+        "/events/", {"page": 2}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="event-rows"
+    )
+    assert b"<html" not in second.content
+    assert second.content.count(b'class="event-row') == 5
+
+
+def test_an_event_page_shows_the_redacted_detail(organisation, auditor, client_for):
+    event = services.event_record(
+        organisation=organisation,
+        source="toolcheck",
+        decision="refuse",
+        tool="refund_card",
+        reasons=["refuse"],
+        rule="refunds",
+        detail={"token": "abc", "flow": "refunds"},
+    )
+    page = client_for(auditor).get(f"/events/{event.pk}/")
+    assert page.status_code == 200
+    assert b"refunds" in page.content and b"abc" not in page.content

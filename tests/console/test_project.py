@@ -1,0 +1,85 @@
+"""The project around the app: demo data, the OpenAPI schema, the people page and sign-in."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from console.models import Membership, Organisation
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seed_demo_creates_one_person_per_role_and_can_run_twice(capsys):
+    call_command("seed_demo")
+    call_command("seed_demo")
+    organisation = Organisation.objects.get(slug="demo")
+    roles = sorted(
+        Membership.objects.filter(organisation=organisation).values_list("role", flat=True)
+    )
+    assert roles == ["admin", "approver", "auditor", "editor"]
+    out = capsys.readouterr().out
+    assert "demo-editor" in out and "password:" in out
+
+
+def test_a_demo_person_can_sign_in(client_for, capsys):
+    call_command("seed_demo")
+    client = client_for()
+    client.get("/accounts/login/")
+    response = client.post(
+        "/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"}
+    )
+    assert response.status_code == 302
+    assert client.get("/events/").status_code == 200
+
+
+def test_a_wrong_password_is_refused(client_for, editor):
+    client = client_for()
+    response = client.post("/accounts/login/", {"username": "eve-editor", "password": "nope"})
+    assert response.status_code == 200
+    assert b'role="alert"' in response.content
+
+
+def test_the_openapi_schema_lists_the_api(editor, client_for):
+    response = client_for(editor).get("/v1/schema", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    for path in ("/v1/settings", "/v1/events", "/v1/events/{event_id}", "/v1/audit", "/v1/health"):
+        assert path in schema["paths"], path
+    assert "apiKey" in schema["components"]["securitySchemes"]
+
+
+def test_the_api_docs_page_is_served_without_a_cdn(editor, client_for):
+    page = client_for(editor).get("/v1/docs")
+    assert page.status_code == 200
+    assert b"cdn" not in page.content.lower()
+
+
+def test_an_admin_adds_a_person_who_gets_a_one_time_password(admin, client_for):
+    client = client_for(admin)
+    response = client.post(
+        "/members/add", {"username": "newbie", "email": "n@example.org", "role": "approver"}
+    )
+    assert response.status_code == 200
+    password = response.context["created"]["password"]
+    assert password and password.encode() in response.content
+    other = client_for()
+    other.get("/accounts/login/")
+    assert (
+        other.post("/accounts/login/", {"username": "newbie", "password": password}).status_code
+        == 302
+    )
+
+
+def test_adding_a_person_twice_names_the_field(admin, editor, client_for):
+    response = client_for(admin).post("/members/add", {"username": "eve-editor", "role": "auditor"})
+    assert response.status_code == 400
+    assert b"username: `eve-editor` is already a member" in response.content
+
+
+def test_only_an_admin_manages_people(editor, approver, client_for):
+    membership = Membership.objects.get(user=approver)
+    client = client_for(editor)
+    assert client.post("/members/add", {"username": "x", "role": "admin"}).status_code == 403
+    assert client.post(f"/members/{membership.pk}/role", {"role": "admin"}).status_code == 403
+    assert Membership.objects.get(pk=membership.pk).role == "approver"

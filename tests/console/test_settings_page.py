@@ -1,0 +1,94 @@
+"""The Settings page: an htmx form that validates inline and saves nothing invalid."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.models import AuditRow, OrganisationSettings
+
+pytestmark = pytest.mark.django_db
+
+VALID = {
+    "language": "pt-BR",
+    "on_unread": "ask",
+    "taint_policy": "confirm",
+    "licence_valid_until": "",
+    "licence_on_lapse": "refuse_writes",
+}
+
+
+def _form(organisation, **changes):
+    saved = OrganisationSettings.objects.get(organisation=organisation)
+    data = {**VALID, "licence_valid_until": saved.licence_valid_until.isoformat(), **changes}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_the_page_shows_the_form_to_an_editor(editor, client_for):
+    page = client_for(editor).get("/settings/")
+    assert b'id="settings-form"' in page.content
+    assert b'name="on_unread"' in page.content
+    assert b'hx-post="/settings/validate"' in page.content
+
+
+def test_the_page_shows_values_only_to_an_auditor(auditor, client_for):
+    page = client_for(auditor).get("/settings/")
+    assert b'name="on_unread"' not in page.content
+    assert b'id="value-on_unread"' in page.content
+
+
+def test_an_htmx_save_returns_the_form_with_saved(editor, organisation, client_for):
+    response = client_for(editor).post("/settings/", _form(organisation), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert b"<html" not in response.content
+    assert b'id="settings-saved"' in response.content
+    saved = OrganisationSettings.objects.get(organisation=organisation)
+    assert (saved.language, saved.on_unread) == ("pt-BR", "ask")
+    assert AuditRow.objects.filter(action="settings.update").count() == 1
+
+
+def test_inline_validation_shows_the_error_and_saves_nothing(editor, organisation, client_for):
+    response = client_for(editor).post(
+        "/settings/validate", _form(organisation, on_unread="maybe"), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert b'<div id="errors-on_unread" hx-swap-oob="true">' in response.content
+    assert b'name="on_unread"' not in response.content
+    assert b'data-field="on_unread"' in response.content
+    assert b"on_unread: Select a valid choice" in response.content
+    assert OrganisationSettings.objects.get(organisation=organisation).on_unread == "refuse"
+    assert not AuditRow.objects.exists()
+
+
+def test_validation_never_saves_even_a_valid_form(editor, organisation, client_for):
+    client_for(editor).post("/settings/validate", _form(organisation), HTTP_HX_REQUEST="true")
+    assert OrganisationSettings.objects.get(organisation=organisation).language == "en"
+
+
+def test_saving_an_invalid_value_is_refused_with_nothing_saved(editor, organisation, client_for):
+    response = client_for(editor).post(
+        "/settings/", _form(organisation, language="pt-PT"), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 400
+    assert b"language: Select a valid choice" in response.content
+    saved = OrganisationSettings.objects.get(organisation=organisation)
+    assert (saved.language, saved.on_unread) == ("en", "refuse")
+    assert not AuditRow.objects.exists()
+
+
+def test_an_editor_changing_the_licence_on_the_page_is_told_why(editor, organisation, client_for):
+    response = client_for(editor).post(
+        "/settings/", _form(organisation, licence_on_lapse="refuse_all")
+    )
+    assert response.status_code == 400
+    assert b"only an admin can change the licence" in response.content
+    saved = OrganisationSettings.objects.get(organisation=organisation)
+    assert (saved.licence_on_lapse, saved.language) == ("refuse_writes", "en")
+
+
+def test_a_lapsed_licence_is_shown_on_the_dashboard(admin, organisation, client_for):
+    OrganisationSettings.objects.filter(organisation=organisation).update(
+        licence_valid_until="2020-01-01"
+    )
+    page = client_for(admin).get("/")
+    assert b"The licence lapsed on" in page.content
+    assert OrganisationSettings.objects.get(organisation=organisation).licence_lapsed()

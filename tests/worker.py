@@ -1,0 +1,67 @@
+"""A real `celery worker` process for integration tests, reading the test database and the real Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def flush_broker() -> None:
+    """Empty the test Redis database so no stale task from an earlier run is taken."""
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+
+
+@contextmanager
+def running_worker(*, concurrency: int = 1, log: Path | None = None) -> Iterator[subprocess.Popen]:
+    from django.conf import settings
+    from django.db import connection
+
+    env = dict(os.environ)
+    env["DJANGO_SETTINGS_MODULE"] = "console.settings.test"
+    env["STALWART_DATABASE_NAME"] = str(connection.settings_dict["NAME"])
+    env["REDIS_URL"] = settings.CELERY_BROKER_URL
+    log = log or (ROOT / "var" / f"worker-{os.getpid()}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "console",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={concurrency}",
+                "--without-mingle",
+                "--without-gossip",
+                "--hostname",
+                f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
