@@ -1,0 +1,1 @@
+"""Performance harnesses: plain scripts that print figures, never run by pytest."""
