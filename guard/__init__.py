@@ -1,0 +1,1 @@
+"""The tool check: catalogue, tool kinds, signed history, ordered checks, confirmation tokens."""

@@ -1,0 +1,310 @@
+"""Destinations in arguments (URLs, e-mail addresses, hosts, IPs) and the disallowed ones.
+
+Two checks read this module. Step 4 of the tool check (`undeclared_destination`) asks whether an
+argument holds a destination at all; the admission check `address` asks whether one reaches an
+address the installation does not allow: cloud metadata services, private, loopback, link-local,
+shared and unspecified ranges, and the host names that lead to them.
+
+Where a destination is looked for:
+- a URL (`scheme://authority...` or `mailto:`) anywhere in any string argument, or a string that
+  starts with `//authority`;
+- an e-mail address (`name@host` whose host has a dot, is bracketed, or is a local name) anywhere in
+  any string argument;
+- a whole string value that is an IP address in its standard spelling (`10.0.0.5`, `::1`, `[::1]`);
+- in a *host argument* (its name says url, uri, host, ip, address, endpoint, domain, server, link,
+  webhook, callback, or its schema's `format` is uri, hostname, ipv4, ipv6, email ...), the whole
+  value read as a host: a name with a dot, or an IP in any spelling.
+
+IPs are read in every spelling a resolver or a URL parser accepts: dotted quads with fewer parts
+(`127.1`), hexadecimal and octal parts (`0x7f.0.0.1`, `0177.0.0.1`), a single integer (`2130706433`,
+`0x7f000001`), a trailing dot, percent-encoded or full-width digits, IPv6 with brackets and zone
+ids, and IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:127.0.0.1`, IPv4-compatible,
+NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo). Integer and hexadecimal spellings are read only
+where a host is expected (a URL's authority or a host argument), so an order id `4411` is never
+taken for an address. Names are not resolved (the engine does no I/O): a public name that points to
+a private address is out of reach of this check.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Each disallowed range with the name a refusal gives it; the first match names the address.
+DISALLOWED_RANGES: tuple[tuple[str, Network], ...] = tuple(
+    (name, ipaddress.ip_network(cidr))
+    for name, cidr in (
+        ("metadata", "169.254.169.254/32"),
+        ("metadata", "169.254.170.2/32"),
+        ("metadata", "fd00:ec2::254/128"),
+        ("metadata", "100.100.100.200/32"),
+        ("metadata", "168.63.129.16/32"),
+        ("metadata", "192.0.0.192/32"),
+        ("loopback", "127.0.0.0/8"),
+        ("loopback", "::1/128"),
+        ("unspecified", "0.0.0.0/8"),
+        ("unspecified", "::/128"),
+        ("private", "10.0.0.0/8"),
+        ("private", "172.16.0.0/12"),
+        ("private", "192.168.0.0/16"),
+        ("private", "fc00::/7"),
+        ("private", "fec0::/10"),
+        ("link_local", "169.254.0.0/16"),
+        ("link_local", "fe80::/10"),
+        ("shared", "100.64.0.0/10"),
+        ("reserved", "192.0.0.0/24"),
+        ("reserved", "198.18.0.0/15"),
+        ("reserved", "240.0.0.0/4"),
+        ("broadcast", "255.255.255.255/32"),
+        ("multicast", "224.0.0.0/4"),
+        ("multicast", "ff00::/8"),
+    )
+)
+
+# Host names that lead to the ranges above without any DNS.
+DISALLOWED_NAMES = frozenset(
+    {
+        "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", "metadata",
+        "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
+    }
+)  # fmt: skip
+DISALLOWED_SUFFIXES = (".localhost", ".internal", ".local", ".home.arpa")
+
+HOST_ARGUMENT_WORDS = frozenset(
+    {
+        "url", "uri", "urls", "host", "hostname", "hosts", "ip", "ips", "address", "addr",
+        "endpoint", "domain", "server", "link", "href", "webhook", "callback", "origin",
+        "destination", "redirect",
+    }
+)  # fmt: skip
+HOST_FORMATS = frozenset(
+    {"uri", "uri-reference", "iri", "iri-reference", "hostname", "idn-hostname", "ipv4", "ipv6",
+     "email", "idn-email", "url"}
+)  # fmt: skip
+
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://([^\s/?#]*)")
+_SCHEME_RELATIVE = re.compile(r"^//([^\s/?#]+)")
+_MAILTO = re.compile(r"(?i)\bmailto:([^\s?#]+)")
+_EMAIL = re.compile(
+    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~\-]+@(\[[0-9A-Fa-f:.]+\]|[^\s@,;<>()\[\]\"'/?#]+)"
+)
+_HOSTNAME = re.compile(r"(?i)^(?=.{1,253}$)[a-z0-9\-_]{1,63}(?:\.[a-z0-9\-_]{1,63})+\.?$")
+_IPV4_PART = re.compile(r"(?i)^(?:0x[0-9a-f]*|[0-9]+)$")
+# Shapes an address in its standard spelling can have, tried before parsing (parsing raises,
+# slowly).
+_IPV4_SHAPE = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$")
+_IPV6_SHAPE = re.compile(r"^\[?[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[^\]]*)?\]?$")
+
+
+@dataclass(frozen=True)
+class Found:
+    """A destination in an argument: where (`/order_id`), the host it reaches, how it was seen."""
+
+    pointer: str
+    host: str
+    form: str  # url, email, ip, host
+
+
+def argument_is_host(name: str, schema: object) -> bool:
+    """Say whether an argument holds a host by its name or its schema's `format`."""
+    if isinstance(schema, dict) and schema.get("format") in HOST_FORMATS:
+        return True
+    lowered = name.lower()
+    if lowered in HOST_ARGUMENT_WORDS:
+        return True
+    return any(part in HOST_ARGUMENT_WORDS for part in re.split(r"[_\-.]", lowered))
+
+
+def normalise_host(host: str) -> str:
+    """Lower-case, percent-decode, NFKC-fold (full-width digits and dots), drop a trailing dot."""
+    host = unquote(host)
+    host = unicodedata.normalize("NFKC", host).replace("\u3002", ".").strip().lower()
+    if host.endswith(".") and not host.endswith(".."):
+        host = host[:-1]
+    return host
+
+
+def _hosts_in_authority(authority: str) -> list[str]:
+    """The hosts an authority can name: URL parsers disagree on `\\` and `@`: keep each reading."""
+    candidates = []
+    for text in {authority, authority.split("\\", 1)[0]}:
+        rest = text.rsplit("@", 1)[-1]
+        if rest.startswith("["):
+            end = rest.find("]")
+            candidates.append(rest[1:end] if end != -1 else rest[1:])
+            continue
+        if rest.count(":") == 1:
+            rest = rest.split(":", 1)[0]
+        candidates.append(rest)
+    return [candidate for candidate in candidates if candidate]
+
+
+def parse_ipv4_loose(text: str) -> ipaddress.IPv4Address | None:
+    """Read an IPv4 address the way `inet_aton` does: 1 to 4 parts, each decimal, octal or hex."""
+    if text.endswith("."):
+        text = text[:-1]
+    parts = text.split(".")
+    if not 1 <= len(parts) <= 4 or not all(_IPV4_PART.match(part) for part in parts):
+        return None
+    values = []
+    for part in parts:
+        lowered = part.lower()
+        if lowered.startswith("0x"):
+            values.append(int(lowered[2:] or "0", 16))
+        elif len(part) > 1 and part.startswith("0"):
+            if any(digit in "89" for digit in part):
+                return None
+            values.append(int(part, 8))
+        else:
+            values.append(int(part))
+    last_bits = 8 * (5 - len(parts))
+    if any(value > 255 for value in values[:-1]) or values[-1] >= 2**last_bits:
+        return None
+    number = 0
+    for value in values[:-1]:
+        number = number * 256 + value
+    number = (number << last_bits) + values[-1]
+    return ipaddress.IPv4Address(number)
+
+
+def parse_ip(text: str, *, loose: bool) -> IPAddress | None:
+    """Read an IP address; with `loose`, IPv4 in every spelling `inet_aton` accepts."""
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if ":" in text:
+        try:
+            return ipaddress.IPv6Address(text.split("%", 1)[0])
+        except ValueError:
+            return None
+    if loose:
+        return parse_ipv4_loose(text)
+    try:
+        return ipaddress.IPv4Address(text)
+    except ValueError:
+        return None
+
+
+def embedded_addresses(address: IPAddress) -> list[IPAddress]:
+    """The address itself and every IPv4 address an IPv6 address carries."""
+    found: list[IPAddress] = [address]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            found.append(address.ipv4_mapped)
+        if address.sixtofour is not None:
+            found.append(address.sixtofour)
+        if address.teredo is not None:
+            found.extend(address.teredo)
+        number = int(address)
+        if number >> 32 == 0x0064FF9B << 64:  # NAT64 well-known prefix 64:ff9b::/96
+            found.append(ipaddress.IPv4Address(number & 0xFFFFFFFF))
+        if number >> 32 == 0 and number > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still parsed)
+            found.append(ipaddress.IPv4Address(number & 0xFFFFFFFF))
+    return found
+
+
+def classify_address(
+    address: IPAddress,
+    *,
+    allow: Iterable[Network] = (),
+    deny: Iterable[tuple[str, Network]] = (),
+) -> str | None:
+    """Name the disallowed range an address (or an IPv4 address inside it) falls in, or None."""
+    for candidate in embedded_addresses(address):
+        if any(candidate.version == net.version and candidate in net for net in allow):
+            continue
+        for name, network in (*deny, *DISALLOWED_RANGES):
+            if candidate.version == network.version and candidate in network:
+                return name
+    return None
+
+
+def classify_host(
+    host: str,
+    *,
+    allow: Iterable[Network] = (),
+    allow_names: frozenset[str] = frozenset(),
+    deny: Iterable[tuple[str, Network]] = (),
+    deny_names: frozenset[str] = frozenset(),
+) -> str | None:
+    """Name why a host is disallowed (`metadata`, `private`, `loopback`, ...), or None."""
+    host = normalise_host(host)
+    if not host or host in allow_names:
+        return None
+    address = parse_ip(host, loose=True)
+    if address is not None:
+        return classify_address(address, allow=allow, deny=deny)
+    if host in DISALLOWED_NAMES or host.endswith(DISALLOWED_SUFFIXES):
+        return "local_name"
+    if host in deny_names or any(host.endswith("." + name) for name in deny_names):
+        return "denied_name"
+    return None
+
+
+def _strings(value: object, pointer: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{pointer}/{_escape(str(key))}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{pointer}/{index}")
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def find_destinations(
+    arguments: dict[str, object], host_arguments: frozenset[str] = frozenset()
+) -> list[Found]:
+    """Every destination in the arguments, each with its JSON pointer, in argument order."""
+    found: list[Found] = []
+    for name, value in arguments.items():
+        is_host = name in host_arguments
+        for pointer, text in _strings(value, "/" + _escape(name)):
+            found.extend(_destinations_in(pointer, text, is_host))
+    return found
+
+
+def _destinations_in(pointer: str, text: str, is_host: bool) -> Iterator[Found]:
+    if "/" in text or ":" in text:
+        for match in _URL.finditer(text):
+            hosts = _hosts_in_authority(match.group(1)) or [""]
+            for host in hosts:
+                yield Found(pointer, host, "url")
+        match = _SCHEME_RELATIVE.match(text.strip())
+        if match is not None:
+            for host in _hosts_in_authority(match.group(1)):
+                yield Found(pointer, host, "url")
+        for match in _MAILTO.finditer(text):
+            yield Found(pointer, match.group(1).rsplit("@", 1)[-1], "email")
+    if "@" in text:
+        for match in _EMAIL.finditer(text):
+            host = match.group(1).rstrip(".")
+            if host.startswith("[") or "." in host or normalise_host(host) in DISALLOWED_NAMES:
+                yield Found(pointer, host.strip("[]"), "email")
+    stripped = text.strip()
+    if not stripped or " " in stripped:
+        return
+    if (_IPV4_SHAPE.match(stripped) or _IPV6_SHAPE.match(stripped)) and parse_ip(
+        stripped, loose=False
+    ) is not None:
+        yield Found(pointer, stripped, "ip")
+        return
+    if is_host:
+        folded = normalise_host(stripped)
+        if (
+            parse_ip(folded, loose=True) is not None
+            or _HOSTNAME.match(folded)
+            or folded in DISALLOWED_NAMES
+        ):
+            yield Found(pointer, folded, "host")
