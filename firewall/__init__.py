@@ -1,0 +1,1 @@
+"""Firewall policies and rules for Stalwart: the engine lives in `firewall.engine`."""

@@ -1,0 +1,240 @@
+"""Argument clauses: each operator, JSON equality, fail-closed paths, and the regex prefilter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import re2
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from firewall.engine.clauses import (
+    clause_problems,
+    compile_clause,
+    fast_search,
+    required_literals,
+)
+from firewall.engine.errors import OperandInvalid
+from firewall.engine.values import json_equal
+
+
+def holds(op: str, value: Any, arguments: Any, path: str = "$.x") -> bool:
+    clause: dict[str, Any] = {"path": path, "op": op}
+    if value is not ...:
+        clause["value"] = value
+    return compile_clause(clause)(arguments)
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "actual", "expected"),
+    [
+        ("eq", "a", "a", True),
+        ("eq", "a", "b", False),
+        ("eq", 1, 1.0, True),
+        ("eq", 1, True, False),
+        ("eq", True, 1, False),
+        ("eq", None, None, True),
+        ("eq", {"a": [1]}, {"a": [1.0]}, True),
+        ("eq", [1, 2], [2, 1], False),
+        ("neq", "a", "b", True),
+        ("neq", "a", "a", False),
+        ("neq", 0, False, True),
+        ("in", ["a", 1], "a", True),
+        ("in", ["a", 1], 1.0, True),
+        ("in", [1], True, False),
+        ("in", [True], 1, False),
+        ("in", [None], None, True),
+        ("in", [[1]], [1], True),
+        ("in", [], "a", False),
+        ("not_in", ["a"], "b", True),
+        ("not_in", ["a"], "a", False),
+        ("not_in", [0], False, True),
+        ("contains", "rf", "rm -rf", True),
+        ("contains", "x", "rm -rf", False),
+        ("contains", "b", ["a", "b"], True),
+        ("contains", 1, [True], False),
+        ("contains", 1, [1.0], True),
+        ("contains", "a", {"a": 1}, False),
+        ("contains", "1", 123, False),
+        ("starts_with", "rm", "rm -rf", True),
+        ("starts_with", "rf", "rm -rf", False),
+        ("starts_with", "1", 12, False),
+        ("ends_with", "-rf", "rm -rf", True),
+        ("ends_with", "rm", "rm -rf", False),
+        ("regex", r"rm\s+-rf", "sudo rm   -rf /", True),
+        ("regex", r"^rm", "sudo rm -rf", False),
+        ("regex", r"\d+", 123, False),
+        ("cidr", "10.0.0.0/8", "10.1.2.3", True),
+        ("cidr", "10.0.0.0/8", "11.1.2.3", False),
+        ("cidr", "169.254.169.254/32", "0xA9FEA9FE", True),
+        ("cidr", "169.254.0.0/16", "::ffff:169.254.1.1", True),
+        ("cidr", "fd00::/8", "fd12::1", True),
+        ("cidr", "fd00::/8", "10.0.0.1", False),
+        ("cidr", "10.0.0.0/8", "not an ip", False),
+        ("cidr", "10.0.0.0/8", 167772161, False),
+        ("gt", 5, 6, True),
+        ("gt", 5, 5, False),
+        ("gte", 5, 5.0, True),
+        ("lt", 5, 4.5, True),
+        ("lte", 5, 6, False),
+        ("gt", 0, True, False),
+        ("lt", 2, True, False),
+        ("gte", 1, "2", False),
+        ("lt", 10, None, False),
+    ],
+)
+def test_operator_semantics(op: str, value: Any, actual: Any, expected: bool) -> None:
+    # a top-level key takes the specialised tests, a nested path the generic ones
+    assert holds(op, value, {"x": actual}) is expected
+    assert holds(op, value, {"w": {"x": actual}}, path="$.w.x") is expected
+
+
+def test_booleans_are_not_numbers_for_comparisons() -> None:
+    assert not holds("gte", 1, {"x": True})
+    assert not holds("lte", 0, {"x": False})
+    assert holds("gte", 1, {"x": 1})
+
+
+def test_exists_true_and_false() -> None:
+    assert holds("exists", ..., {"x": None})
+    assert holds("exists", True, {"x": 0})
+    assert not holds("exists", True, {})
+    assert holds("exists", False, {})
+    assert not holds("exists", False, {"x": None})
+
+
+@pytest.mark.parametrize("op", ["eq", "neq", "in", "not_in", "contains", "regex", "gt", "cidr"])
+def test_a_path_that_does_not_resolve_makes_any_clause_false(op: str) -> None:
+    value = {
+        "eq": "a",
+        "neq": "a",
+        "in": ["a"],
+        "not_in": ["a"],
+        "contains": "a",
+        "regex": "a",
+        "gt": 1,
+        "cidr": "10.0.0.0/8",
+    }[op]
+    assert not holds(op, value, {"y": "a"})
+    assert not holds(op, value, {"x": {"deeper": 1}}, path="$.x.missing")
+
+
+def test_nested_paths_and_indices_reach_their_value() -> None:
+    arguments = {"steps": [{"cmd": "ls"}, {"cmd": "rm -rf /"}]}
+    assert holds("contains", "rm", arguments, path="$.steps[1].cmd")
+    assert not holds("contains", "rm", arguments, path="$.steps[0].cmd")
+    assert holds("eq", arguments, arguments, path="$")
+
+
+@pytest.mark.parametrize(
+    ("clause", "field", "fragment"),
+    [
+        ({"path": "$.x", "op": "matches", "value": "a"}, "op", "unknown operator `matches`"),
+        ({"path": "x", "op": "eq", "value": 1}, "path", "is not a path"),
+        ({"path": "$.x", "op": "in", "value": "a"}, "value", "must be an array"),
+        ({"path": "$.x", "op": "not_in", "value": {"a": 1}}, "value", "must be an array"),
+        ({"path": "$.x", "op": "gt", "value": "5"}, "value", "must be a number"),
+        ({"path": "$.x", "op": "lte", "value": True}, "value", "must be a number"),
+        ({"path": "$.x", "op": "regex", "value": "(unclosed"}, "value", "not a valid RE2 regex"),
+        ({"path": "$.x", "op": "regex", "value": r"(a)\1"}, "value", "not a valid RE2 regex"),
+        ({"path": "$.x", "op": "cidr", "value": "10.0.0.0/33"}, "value", "not a valid CIDR"),
+        ({"path": "$.x", "op": "cidr", "value": "nope"}, "value", "not a valid CIDR"),
+        ({"path": "$.x", "op": "exists", "value": "yes"}, "value", "`true` or `false`"),
+        ({"path": "$.x", "op": "starts_with", "value": 1}, "value", "must be a string"),
+        ({"path": "$.x", "op": "eq"}, "value", "is required"),
+        ({"path": "$.x", "op": "eq", "value": 1, "flags": "i"}, "flags", "unknown field"),
+        ({"op": "eq", "value": 1}, "path", "is required"),
+        ({"path": "$.x", "value": 1}, "op", "is required"),
+        ({"path": "$.x", "op": "eq", "value": float("inf")}, "value", "finite"),
+    ],
+)
+def test_clause_problems_name_the_field(clause: dict[str, Any], field: str, fragment: str) -> None:
+    problems = clause_problems(clause)
+    assert any(f == field and fragment in m for f, m in problems), problems
+    with pytest.raises(OperandInvalid):
+        compile_clause(clause)
+
+
+def test_a_clause_that_is_not_an_object_is_a_problem() -> None:
+    assert clause_problems("$.x == 1") == [("", "must be an object with `path`, `op` and `value`")]
+
+
+def test_json_equality_distinguishes_bool_from_numbers() -> None:
+    assert json_equal(1, 1.0)
+    assert not json_equal(True, 1)
+    assert not json_equal(0, False)
+    assert not json_equal(None, 0)
+    assert not json_equal("1", 1)
+    assert json_equal({"a": [True, None]}, {"a": [True, None]})
+    assert not json_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_regex_with_a_lone_surrogate_in_the_argument_does_not_raise() -> None:
+    assert holds("regex", "a", {"x": "a\ud800"})
+    assert not holds("regex", "b", {"x": "a\ud800"})
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        (r"rm\s+-rf", ["rm", "-rf"]),
+        (r"ab*c", ["a", "c"]),
+        (r"a|b", []),
+        (r"(a|b)cd", ["cd"]),
+        (r"\x41bc", []),
+        (r"(?i)abc", []),
+        (r"foo\.bar", ["foo.bar"]),
+        (r"a{2}bc", ["bc"]),
+        (r"[]a]b", ["b"]),
+    ],
+)
+def test_required_literals_are_conservative(pattern: str, literals: list[str]) -> None:
+    assert required_literals(pattern) == literals
+
+
+_pattern_parts = st.sampled_from(
+    [
+        "a",
+        "b",
+        "ab",
+        ".",
+        "*",
+        "+",
+        "?",
+        "|",
+        "(",
+        ")",
+        "[ab]",
+        "[^a]",
+        "\\.",
+        "\\s",
+        "{2}",
+        "{1,}",
+        "(?:",
+        "(?i)",
+        "\\d",
+        "x",
+        "^",
+        "$",
+        "\\x61",
+        "[[:alpha:]]",
+        "{",
+        "}",
+        "\\\\",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_pattern_parts, max_size=8), text=st.text(alphabet="abx. \\{}1", max_size=12))
+def test_required_literals_never_hide_a_match(parts: list[str], text: str) -> None:
+    pattern = "".join(parts)
+    try:
+        compiled = re2.compile(pattern)
+    except re2.error:
+        assume(False)
+        return
+    if compiled.search(text) is not None:
+        assert all(literal in text for literal in required_literals(pattern))
+    assert fast_search(compiled)(text) == (compiled.search(text) is not None)
