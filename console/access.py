@@ -23,6 +23,16 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "members.manage": frozenset({Role.ADMIN}),
     "api_keys.manage": frozenset({Role.ADMIN}),
     "health.read": frozenset(Role.values),
+    "controls.write": frozenset({Role.ADMIN, Role.EDITOR}),
+    "guard.check": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
+    "approvals.read": frozenset({Role.ADMIN, Role.APPROVER, Role.EDITOR}),
+    "approvals.answer": frozenset({Role.ADMIN, Role.APPROVER}),
+    "rulebooks.read": frozenset(Role.values),
+    "rulebooks.write": frozenset({Role.ADMIN, Role.EDITOR}),
+    "firewall.read": frozenset(Role.values),
+    "firewall.write": frozenset({Role.ADMIN, Role.EDITOR}),
+    # Evaluating records events and counts matches: the runtime's keys and the people who run it.
+    "firewall.evaluate": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
 }
 
 

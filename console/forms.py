@@ -7,8 +7,17 @@ from django import forms
 from console.models import OrganisationSettings, Role
 
 
+class HttpsURLField(forms.URLField):
+    """A URL field that reads a bare host as https (the default of Django 6)."""
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+        kwargs.setdefault("assume_scheme", "https")
+        super().__init__(**kwargs)
+
+
 class SettingsForm(forms.ModelForm):
     class Meta:
+        field_classes = {"notify_url": HttpsURLField}
         model = OrganisationSettings
         fields = [
             "language",
@@ -17,6 +26,8 @@ class SettingsForm(forms.ModelForm):
             "licence_valid_until",
             "licence_on_lapse",
             "compiled_records_only",
+            "notify_url",
+            "approval_timeout_minutes",
         ]
         labels = {
             "language": "Language the selector reads",
@@ -25,12 +36,14 @@ class SettingsForm(forms.ModelForm):
             "licence_valid_until": "Licence valid until",
             "licence_on_lapse": "When the licence lapses",
             "compiled_records_only": "Accept compiled rulebook records only",
+            "notify_url": "Alert webhook URL",
+            "approval_timeout_minutes": "Confirm prompts expire after (minutes)",
         }
         help_texts = {
             "language": "The language turns are read in; it is chosen here, never guessed from a turn.",
             "on_unread": "What happens to a turn nothing reads, after it was asked to be said again once.",
             "taint_policy": "What a write proposed after reading outside content (a page, an e-mail) gets.",
-            "compiled_records_only": "Refuse rulebook sources (`policy_input_refused`); take only records.",
+            "compiled_records_only": "Refuse rulebook sources (policy_input_refused); take only compiled records.",
         }
         widgets = {"licence_valid_until": forms.DateInput(attrs={"type": "date"})}
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -68,6 +70,10 @@ class ApiKey(models.Model):
         return self.revoked_at is None
 
 
+def _new_secret() -> str:
+    return secrets.token_hex(32)
+
+
 def _default_licence_end() -> dt.date:
     return timezone.now().date() + dt.timedelta(days=365)
 
@@ -110,6 +116,15 @@ class OrganisationSettings(models.Model):
         max_length=16, choices=LicenceOnLapse.choices, default=LicenceOnLapse.REFUSE_WRITES
     )
     compiled_records_only = models.BooleanField(default=False)
+    notify_url = models.URLField(
+        blank=True, help_text="Where sequence alerts that say `notify` are POSTed, signed."
+    )
+    notify_secret = models.CharField(max_length=64, default=_new_secret)
+    approval_timeout_minutes = models.PositiveIntegerField(
+        default=15,
+        validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
+        help_text="How long a confirm prompt waits for a person before it expires.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def licence_lapsed(self, today: dt.date | None = None) -> bool:
@@ -175,6 +190,18 @@ class Decision(models.TextChoices):
     REFUSE = "refuse", "refuse"
 
 
+class MatchState(models.TextChoices):
+    """Where an event stands with the sequence matchers (the events table is their outbox)."""
+
+    PENDING = "pending", "waiting for a worker"
+    MATCHED = "matched", "matched against the sequence rules"
+    UNREADABLE = "unreadable", "kept, but the matcher could not read it"
+    SKIPPED = "skipped", "not matcher input (an alert)"
+
+
+SHARDS = 8
+
+
 class Event(models.Model):
     """A decision made on the path of a call (firewall, tool check, router), as the event feed shows it."""
 
@@ -190,10 +217,19 @@ class Event(models.Model):
     reasons = models.JSONField(default=list)
     rule = models.CharField(max_length=200, blank=True)
     detail = models.JSONField(default=dict)
+    is_alert = models.BooleanField(default=False)
+    # The sequence matchers' outbox: workers take pending events by shard, in id order.
+    match_state = models.CharField(
+        max_length=12, choices=MatchState.choices, default=MatchState.PENDING
+    )
+    match_note = models.CharField(max_length=300, blank=True)
+    shard = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [
+            models.Index(fields=["match_state", "shard", "id"]),
+            models.Index(fields=["organisation", "is_alert", "at"]),
             models.Index(fields=["organisation", "at"]),
             models.Index(fields=["organisation", "agent", "at"]),
             models.Index(fields=["organisation", "tool", "at"]),
@@ -207,3 +243,75 @@ class WorkerPing(models.Model):
     nonce = models.CharField(max_length=64, unique=True)
     hostname = models.CharField(max_length=200)
     at = models.DateTimeField(default=timezone.now)
+
+
+class SessionHold(models.Model):
+    """A session in which every later write needs a person's approval (a sequence rule's `hold_session`)."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="holds")
+    agent = models.CharField(max_length=128, blank=True)
+    session = models.CharField(max_length=128)
+    reason = models.CharField(max_length=300)
+    alert = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    released_at = models.DateTimeField(null=True, blank=True)
+    released_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "agent", "session"],
+                condition=models.Q(released_at__isnull=True),
+                name="one_open_hold_per_session",
+            )
+        ]
+
+
+class ToolSwitch(models.Model):
+    """A tool switched off for one agent (a sequence rule's `disable_tool`) until someone turns it on."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="tool_switches"
+    )
+    agent = models.CharField(max_length=128, blank=True)
+    tool = models.CharField(max_length=200)
+    reason = models.CharField(max_length=300)
+    alert = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    enabled_at = models.DateTimeField(null=True, blank=True)
+    enabled_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "agent", "tool"],
+                condition=models.Q(enabled_at__isnull=True),
+                name="one_open_switch_per_tool",
+            )
+        ]
+
+
+class Notification(models.Model):
+    """A signed HTTP POST of an alert, retried with backoff; every attempt is recorded."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="notifications"
+    )
+    alert = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="notifications")
+    url = models.URLField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    response_code = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["alert", "url"], name="one_notification_per_alert")
+        ]

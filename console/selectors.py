@@ -47,13 +47,22 @@ class EventFilters:
     session: str = ""
     tool: str = ""
     decision: str = ""
+    verdict: str = ""
     rule: str = ""
+    alerts: bool = False
+    after: int | None = None
 
     @classmethod
     def from_params(cls, params) -> EventFilters:  # noqa: ANN001
         decision = (params.get("decision") or "").strip()
         if decision and decision not in Decision.values:
             raise FilterError("decision", f"`{decision}` is not one of allow, confirm, refuse")
+        after_text = (params.get("after") or "").strip()
+        if after_text and not after_text.isdigit():
+            raise FilterError("after", f"`{after_text}` is not an event id")
+        alerts_text = (params.get("alerts") or "").strip().lower()
+        if alerts_text not in ("", "0", "1", "true", "false", "on", "off"):
+            raise FilterError("alerts", f"`{alerts_text}` is not yes or no")
         since = parse_moment("since", params.get("since", ""))
         until = parse_moment("until", params.get("until", ""), end=True)
         if since and until and since >= until:
@@ -65,7 +74,10 @@ class EventFilters:
             session=(params.get("session") or "").strip(),
             tool=(params.get("tool") or "").strip(),
             decision=decision,
+            verdict=(params.get("verdict") or "").strip(),
             rule=(params.get("rule") or "").strip(),
+            alerts=alerts_text in ("1", "true", "on"),
+            after=int(after_text) if after_text else None,
         )
 
 
@@ -75,11 +87,47 @@ def event_list(*, organisation: Organisation, filters: EventFilters) -> QuerySet
         qs = qs.filter(at__gte=filters.since)
     if filters.until:
         qs = qs.filter(at__lt=filters.until)
-    for name in ("agent", "session", "tool", "decision", "rule"):
+    for name in ("agent", "session", "tool", "decision", "verdict", "rule"):
         value = getattr(filters, name)
         if value:
             qs = qs.filter(**{name: value})
+    if filters.alerts:
+        qs = qs.filter(is_alert=True)
+    if filters.after is not None:
+        qs = qs.filter(id__gt=filters.after)
     return qs.order_by("-at", "-id")
+
+
+# The chart's series: firewall denials apart from the other refusals.
+CHART_SERIES = ("allow", "confirm", "refuse", "deny")
+
+
+def decisions_per_hour(
+    *,
+    organisation: Organisation,
+    filters: EventFilters,
+    hours: int = 24,
+    now: dt.datetime | None = None,
+) -> list[dict]:
+    """Counts per clock hour of the last `hours`, oldest first: allow, confirm, refuse, deny."""
+    now = now or timezone.now()
+    end = now.replace(minute=0, second=0, microsecond=0) + dt.timedelta(hours=1)
+    start = end - dt.timedelta(hours=hours)
+    buckets = [
+        {"hour": start + dt.timedelta(hours=i), **dict.fromkeys(CHART_SERIES, 0)}
+        for i in range(hours)
+    ]
+    rows = (
+        event_list(organisation=organisation, filters=filters)
+        .filter(at__gte=start, at__lt=end)
+        .values_list("at", "decision", "verdict")
+    )
+    for at, decision, verdict in rows.iterator():
+        index = int((at - start).total_seconds() // 3600)
+        series = "deny" if verdict == "deny" else decision
+        if 0 <= index < hours and series in CHART_SERIES:
+            buckets[index][series] += 1
+    return buckets
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import zlib
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -18,6 +20,7 @@ from django.utils import timezone
 from console import audit
 from console.access import Actor, require
 from console.models import (
+    SHARDS,
     ApiKey,
     Event,
     Membership,
@@ -34,9 +37,13 @@ SETTINGS_FIELDS = (
     "licence_valid_until",
     "licence_on_lapse",
     "compiled_records_only",
+    "notify_url",
+    "approval_timeout_minutes",
 )
-LICENCE_FIELDS = frozenset({"licence_valid_until", "licence_on_lapse"})
+# Settings only an admin may change: the licence, and where alerts are sent.
+ADMIN_FIELDS = frozenset({"licence_valid_until", "licence_on_lapse", "notify_url"})
 API_KEY_PREFIX = "stw_"
+log = logging.getLogger(__name__)
 
 
 def audit_record(
@@ -86,9 +93,12 @@ def settings_update(*, actor: Actor, data: dict[str, Any]) -> OrganisationSettin
         setattr(obj, name, value)
     after = _settings_values(obj)
     changed = {name for name in SETTINGS_FIELDS if before[name] != after[name]}
-    if changed & LICENCE_FIELDS and not actor.can("licence.write"):
-        raise PermissionDenied("only an admin can change the licence")
-    obj.full_clean()
+    if changed & ADMIN_FIELDS and not actor.can("licence.write"):
+        names = ", ".join(sorted(changed & ADMIN_FIELDS))
+        raise PermissionDenied(
+            f"only an admin can change the licence and the alert webhook: {names}"
+        )
+    obj.full_clean(exclude=["notify_secret"])
     if not changed:
         return obj
     obj.save()
@@ -269,17 +279,117 @@ def event_record(
     detail: dict[str, Any] | None = None,
     secret_keys: frozenset[str] = frozenset(),
 ) -> Event:
-    """Record a decision in the event feed, with its detail redacted before it is written."""
-    return Event.objects.create(
+    """Record a decision in the event feed, with its detail redacted before it is written.
+
+    The event is also the sequence matchers' input: it is written `pending` in its session's
+    shard, and once the transaction commits a drain of that shard is asked for (coalesced, and
+    never required: the sweeper finds what could not be sent).
+    """
+    session, agent = session[:128], agent[:128]
+    shard = zlib.crc32(f"{organisation.pk}:{agent}:{session}".encode()) % SHARDS
+    event = Event.objects.create(
         organisation=organisation,
         source=source,
         decision=decision,
-        session=session[:128],
-        agent=agent[:128],
+        session=session,
+        agent=agent,
         tool=tool[:200],
         stage=stage[:32],
         verdict=verdict[:32],
         reasons=[str(r) for r in (reasons or [])],
         rule=(rule or "")[:200],
         detail=redact(detail or {}, secret_keys=secret_keys),
+        shard=shard,
+    )
+    transaction.on_commit(lambda: kick_matcher(shard))
+    return event
+
+
+# Events of one shard within this window share one drain, sent for the window's end.
+KICK_MS = 200
+
+
+def _first_in_window(key: str) -> bool:
+    """True for the first caller in the window (Redis `SET NX PX` when Redis is configured)."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    if settings.REDIS_URL:
+        import redis
+
+        global _redis
+        if _redis is None:
+            _redis = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+        return bool(_redis.set(key, 1, nx=True, px=KICK_MS))
+    return bool(cache.add(key, 1, timeout=1))
+
+
+_redis = None
+
+
+def kick_matcher(shard: int) -> None:
+    """Ask a worker to drain the shard, once per shard and window."""
+    from console.celery import app
+
+    try:
+        if _first_in_window(f"stalwart:kick:{shard}"):
+            app.send_task("firewall.match_shard", args=[shard], countdown=KICK_MS / 1000)
+    except Exception:  # noqa: BLE001 - the broker or Redis is down: the sweeper takes over
+        log.warning("could not ask for a drain of shard %s; the sweeper will", shard)
+
+
+@transaction.atomic
+def notify_secret_rotate(*, actor: Actor) -> OrganisationSettings:
+    """A new signing secret for alert webhooks; the audit row names it and never holds it."""
+    require(actor, "licence.write")
+    obj = OrganisationSettings.objects.select_for_update().get(organisation=actor.organisation)
+    obj.notify_secret = secrets.token_hex(32)
+    obj.save(update_fields=["notify_secret", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="settings.rotate_notify_secret",
+        object_type="settings",
+        object_id=actor.organisation.pk,
+        changes={"notify_secret": dict(audit.REDACTED_CHANGE)},
+    )
+    return obj
+
+
+@transaction.atomic
+def hold_release(*, actor: Actor, hold) -> None:  # noqa: ANN001
+    """Let the writes of a held session run without a person again."""
+    require(actor, "controls.write")
+    if hold.released_at is not None:
+        return
+    hold.released_at, hold.released_by = timezone.now(), actor.label
+    hold.save(update_fields=["released_at", "released_by"])
+    audit_record(
+        actor=actor,
+        action="control.hold.release",
+        object_type="session_hold",
+        object_id=hold.pk,
+        changes={
+            "held": {"old": True, "new": False},
+            "session": {"old": hold.session, "new": hold.session},
+        },
+    )
+
+
+@transaction.atomic
+def tool_enable(*, actor: Actor, switch) -> None:  # noqa: ANN001
+    """Turn back on a tool that a sequence alert switched off for an agent."""
+    require(actor, "controls.write")
+    if switch.enabled_at is not None:
+        return
+    switch.enabled_at, switch.enabled_by = timezone.now(), actor.label
+    switch.save(update_fields=["enabled_at", "enabled_by"])
+    audit_record(
+        actor=actor,
+        action="control.tool.enable",
+        object_type="tool_switch",
+        object_id=switch.pk,
+        changes={
+            "disabled": {"old": True, "new": False},
+            "tool": {"old": switch.tool, "new": switch.tool},
+        },
     )

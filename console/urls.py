@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from console import views
@@ -18,6 +18,9 @@ urlpatterns = [
     path("audit/", views.audit_page, name="audit"),
     path("events/", views.events_page, name="events"),
     path("events/<int:event_id>/", views.event_detail, name="event"),
+    re_path(r"^events/export\.(?P<fmt>csv|json)$", views.events_export, name="events-export"),
+    path("controls/holds/<int:hold_id>/release", views.hold_release, name="hold-release"),
+    path("controls/switches/<int:switch_id>/enable", views.tool_enable, name="tool-enable"),
     path("members/", views.members_page, name="members"),
     path("members/add", views.member_add, name="member-add"),
     path("members/<int:membership_id>/role", views.member_role, name="member-role"),
@@ -28,5 +31,11 @@ urlpatterns = [
     path("health/", views.health_page, name="health"),
     path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("firewall/", include("firewall.urls")),
+    path("v1/firewall/", include("firewall.api.urls")),
+    path("rulebooks/", include("rulebooks.urls")),
+    path("v1/", include("rulebooks.api.urls")),
+    path("approvals/", include("guard.urls")),
+    path("v1/", include("guard.api.urls")),
     path("v1/", include("console.api.urls")),
 ]

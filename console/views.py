@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+import json
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -11,6 +14,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import selectors, services
@@ -21,9 +25,10 @@ from console.access import (
     memberships_of,
     require,
 )
+from console.charts import stacked_bars
 from console.forms import ApiKeyForm, PersonForm, RoleForm, SettingsForm
 from console.health import health_report
-from console.models import ApiKey, Decision, Event, Membership
+from console.models import ApiKey, Decision, Event, Membership, SessionHold, ToolSwitch
 
 PAGE_SIZE = 25
 
@@ -49,6 +54,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         )
         counts.update({row["decision"]: row["n"] for row in rows})
     settings_obj = services.settings_get(organisation=actor.organisation)
+    holds = SessionHold.objects.filter(organisation=actor.organisation, released_at=None)
+    switches = ToolSwitch.objects.filter(organisation=actor.organisation, enabled_at=None)
     return render(
         request,
         "console/dashboard.html",
@@ -57,6 +64,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "counts": counts,
             "settings": settings_obj,
             "licence_lapsed": settings_obj.licence_lapsed(),
+            "holds": holds.order_by("-created_at")[:50],
+            "switches": switches.order_by("-created_at")[:50],
         },
     )
 
@@ -113,9 +122,12 @@ def settings_validate(request: HttpRequest) -> HttpResponse:
     obj = services.settings_get(organisation=actor.organisation)
     form = SettingsForm(request.POST, instance=obj)
     form.is_valid()
-    if "licence_valid_until" in form.changed_data or "licence_on_lapse" in form.changed_data:
-        if not actor.can("licence.write"):
-            form.add_error(None, "only an admin can change the licence")
+    admin_only = sorted(set(form.changed_data) & services.ADMIN_FIELDS)
+    if admin_only and not actor.can("licence.write"):
+        form.add_error(
+            None,
+            "only an admin can change the licence and the alert webhook: " + ", ".join(admin_only),
+        )
     # Only the error slots are sent (out of band), so inputs the person is editing are never replaced.
     return render(request, "console/settings.html#validation", {"form": form, "validated": True})
 
@@ -151,26 +163,119 @@ def audit_page(request: HttpRequest) -> HttpResponse:
     return render(request, "console/audit.html", context)
 
 
+def _event_filters(request: HttpRequest):  # noqa: ANN202
+    try:
+        return selectors.EventFilters.from_params(request.GET), None
+    except selectors.FilterError as exc:
+        return selectors.EventFilters(), str(exc)
+
+
+def _query_without(request: HttpRequest, *names: str) -> str:
+    params = request.GET.copy()
+    for name in names:
+        params.pop(name, None)
+    return params.urlencode()
+
+
 @require_GET
 def events_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "events.read")
-    error = None
-    try:
-        filters = selectors.EventFilters.from_params(request.GET)
-    except selectors.FilterError as exc:
-        error, filters = str(exc), selectors.EventFilters()
-    page = _page(request, selectors.event_list(organisation=actor.organisation, filters=filters))
+    filters, error = _event_filters(request)
+    events = selectors.event_list(organisation=actor.organisation, filters=filters)
+    poll_query = _query_without(request, "after", "page")
+    if request.htmx and request.htmx.target == "event-tbody":
+        # The live poll: rows newer than the newest shown, and a poller that remembers them.
+        fresh = list(events.order_by("-id")[:200])
+        newest = fresh[0].pk if fresh else (filters.after or 0)
+        return render(
+            request,
+            "console/events.html#event-new",
+            {"events": fresh, "newest": newest, "poll_query": poll_query},
+        )
+    page = _page(request, events)
+    newest = events.order_by("-id").values_list("id", flat=True).first() or filters.after or 0
     context = {
         "page": page,
         "error": error,
         "params": request.GET,
         "decisions": Decision.values,
         "query": _query_without_page(request),
+        "newest": newest,
+        "poll_query": poll_query,
+        "live": page.number == 1,
+        "chart": stacked_bars(
+            selectors.decisions_per_hour(organisation=actor.organisation, filters=filters)
+        ),
     }
     if request.htmx and request.htmx.target == "event-rows":
         return render(request, "console/events.html#event-rows", context)
     return render(request, "console/events.html", context)
+
+
+EXPORT_LIMIT = 100_000
+EXPORT_FIELDS = (
+    "id",
+    "at",
+    "source",
+    "organisation",
+    "session",
+    "agent",
+    "tool",
+    "stage",
+    "decision",
+    "verdict",
+    "reasons",
+    "rule",
+    "is_alert",
+    "detail",
+)
+
+
+def _export_rows(actor, filters):  # noqa: ANN001, ANN202
+    events = selectors.event_list(organisation=actor.organisation, filters=filters)
+    for event in events[:EXPORT_LIMIT].iterator():
+        yield {
+            "id": event.pk,
+            "at": event.at.isoformat(),
+            "source": event.source,
+            "organisation": actor.organisation.slug,
+            "session": event.session,
+            "agent": event.agent,
+            "tool": event.tool,
+            "stage": event.stage,
+            "decision": event.decision,
+            "verdict": event.verdict,
+            "reasons": event.reasons,
+            "rule": event.rule,
+            "is_alert": event.is_alert,
+            "detail": event.detail,
+        }
+
+
+@require_GET
+def events_export(request: HttpRequest, fmt: str) -> HttpResponse:
+    """The filtered feed as CSV or JSON (redacted as stored), newest first."""
+    actor = actor_for_request(request)
+    require(actor, "events.read")
+    filters, error = _event_filters(request)
+    if error:
+        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    if fmt == "json":
+        rows = [json.dumps(row, sort_keys=True) for row in _export_rows(actor, filters)]
+        response = HttpResponse("[\n" + ",\n".join(rows) + "\n]\n", content_type="application/json")
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
+        writer.writeheader()
+        for row in _export_rows(actor, filters):
+            row["reasons"] = "; ".join(row["reasons"])
+            row["detail"] = json.dumps(row["detail"], sort_keys=True)
+            writer.writerow(row)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="events-{stamp}.{fmt}"'
+    return response
 
 
 @require_GET
@@ -178,7 +283,49 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "events.read")
     event = get_object_for_actor(Event, actor, pk=event_id)
-    return render(request, "console/event_detail.html", {"event": event})
+    chain = []
+    if event.is_alert:
+        ids = [item["id"] for step in event.detail.get("chain", []) for item in step]
+        found = {e.pk: e for e in Event.objects.filter(organisation=actor.organisation, pk__in=ids)}
+        chain = [
+            [{"id": item["id"], "event": found.get(item["id"])} for item in step]
+            for step in event.detail.get("chain", [])
+        ]
+    return render(
+        request,
+        "console/event_detail.html",
+        {
+            "event": event,
+            "chain": chain,
+            "holds": SessionHold.objects.filter(alert=event),
+            "switches": ToolSwitch.objects.filter(alert=event),
+            "notifications": event.notifications.all(),
+        },
+    )
+
+
+def _back(request: HttpRequest) -> HttpResponse:
+    """Back to the page that asked, when it is one of ours; else the dashboard."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return redirect(target)
+    return redirect("dashboard")
+
+
+@require_POST
+def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "controls.write")
+    services.hold_release(actor=actor, hold=get_object_for_actor(SessionHold, actor, pk=hold_id))
+    return _back(request)
+
+
+@require_POST
+def tool_enable(request: HttpRequest, switch_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "controls.write")
+    services.tool_enable(actor=actor, switch=get_object_for_actor(ToolSwitch, actor, pk=switch_id))
+    return _back(request)
 
 
 @require_GET

@@ -23,14 +23,20 @@ def flush_broker() -> None:
 
 
 @contextmanager
-def running_worker(*, concurrency: int = 1, log: Path | None = None) -> Iterator[subprocess.Popen]:
+def running_worker(
+    *,
+    concurrency: int = 1,
+    beat: bool = False,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> Iterator[subprocess.Popen]:
     from django.conf import settings
     from django.db import connection
 
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env["DJANGO_SETTINGS_MODULE"] = "console.settings.test"
     env["STALWART_DATABASE_NAME"] = str(connection.settings_dict["NAME"])
-    env["REDIS_URL"] = settings.CELERY_BROKER_URL
+    env.setdefault("REDIS_URL", settings.CELERY_BROKER_URL)
     log = log or (ROOT / "var" / f"worker-{os.getpid()}.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -48,6 +54,7 @@ def running_worker(*, concurrency: int = 1, log: Path | None = None) -> Iterator
                 "--without-gossip",
                 "--hostname",
                 f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+                *(["--beat", "--schedule", str(log.with_suffix(".beat"))] if beat else []),
             ],
             cwd=ROOT,
             env=env,
@@ -65,3 +72,19 @@ def running_worker(*, concurrency: int = 1, log: Path | None = None) -> Iterator
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+def use_broker(url: str) -> str:
+    """Point this process's Celery app at another broker; returns the one it used before."""
+    from kombu import pools
+
+    from console import services
+    from console.celery import app
+
+    before = app.conf.broker_url
+    pools.reset()  # kombu keeps pools per broker URL globally: drop them all
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.broker_url = url
+    services._redis = None
+    return before

@@ -28,6 +28,8 @@ class SettingsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
             "licence_valid_until",
             "licence_on_lapse",
             "compiled_records_only",
+            "notify_url",
+            "approval_timeout_minutes",
             "updated_at",
         ]
         read_only_fields = ["updated_at"]
@@ -66,6 +68,7 @@ class EventSerializer(serializers.ModelSerializer):
             "reasons",
             "rule",
             "detail",
+            "is_alert",
         ]
 
 

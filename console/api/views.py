@@ -61,7 +61,18 @@ class EventListView(APIView):
         parameters=[ORG_PARAM]
         + [
             OpenApiParameter(name, str, required=False)
-            for name in ("since", "until", "agent", "session", "tool", "decision", "rule")
+            for name in (
+                "since",
+                "until",
+                "agent",
+                "session",
+                "tool",
+                "decision",
+                "verdict",
+                "rule",
+                "alerts",
+                "after",
+            )
         ],
         responses=EventSerializer(many=True),
     )

@@ -27,6 +27,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "console",
+    "firewall",
+    "rulebooks",
+    "guard",
 ]
 
 MIDDLEWARE = [
@@ -67,6 +70,14 @@ DATABASES = {
         conn_max_age=0,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The web process and the workers share the file: writers queue (IMMEDIATE) rather than
+    # fail on a lock upgrade, and readers never wait for a writer (WAL).
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -102,7 +113,7 @@ else:
     for _sub in ("queue", "processed", "control"):
         (_broker / _sub).mkdir(parents=True, exist_ok=True)
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "queue"),
         "data_folder_out": str(_broker / "queue"),
@@ -117,6 +128,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    # Finds events and notifications that no task was sent for (the broker was down).
+    "sweep-outbox": {"task": "firewall.sweep", "schedule": 2.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -149,6 +165,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("STALWART_LOG_LEVEL", "INFO")},
 }
+
+# How many outbox events a worker matches in one transaction.
+STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))
 
 # How long the health check waits for a worker to answer its ping task.
 STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TIMEOUT", "3"))

@@ -158,3 +158,77 @@ def test_an_event_page_shows_the_redacted_detail(organisation, auditor, client_f
     page = client_for(auditor).get(f"/events/{event.pk}/")
     assert page.status_code == 200
     assert b"refunds" in page.content and b"abc" not in page.content
+
+
+def test_the_live_poll_returns_only_newer_rows_and_a_new_poller(
+    feed, organisation, auditor, client_for
+):
+    client = client_for(auditor)
+    newest = feed[-1].pk
+    nothing = client.get(
+        "/events/", {"after": newest}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="event-tbody"
+    )
+    assert b'class="event-row' not in nothing.content
+    assert (
+        f"after={newest}".encode() in nothing.content and b'hx-swap-oob="true"' in nothing.content
+    )
+    fresh = _event(organisation, 0, tool="fresh.tool", decision="refuse")
+    response = client.get(
+        "/events/",
+        {"after": newest, "decision": "refuse"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="event-tbody",
+    )
+    assert response.content.count(b'class="event-row') == 1
+    assert b"fresh.tool" in response.content
+    assert f"after={fresh.pk}".encode() in response.content
+    assert b"decision=refuse" in response.content  # the poller keeps the filters
+
+
+def test_the_chart_counts_decisions_per_hour(feed, organisation):
+    from console.selectors import EventFilters, decisions_per_hour
+
+    buckets = decisions_per_hour(organisation=organisation, filters=EventFilters())
+    assert len(buckets) == 24
+    totals = {s: sum(b[s] for b in buckets) for s in ("allow", "confirm", "refuse", "deny")}
+    assert totals == {"allow": 1, "confirm": 1, "refuse": 1, "deny": 1}
+
+
+def test_the_feed_page_draws_the_chart(feed, auditor, client_for):
+    page = client_for(auditor).get("/events/")
+    assert b'id="decisions-chart"' in page.content
+    assert page.content.count(b"<rect ") == 4
+
+
+def test_export_csv_and_json_follow_the_filters(feed, auditor, client_for):
+    import csv
+    import io
+    import json
+
+    client = client_for(auditor)
+    response = client.get("/events/export.csv", {"agent": "billing"})
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [int(r["id"]) for r in rows] == [feed[2].pk, feed[1].pk]
+    body = json.loads(client.get("/events/export.json", {"decision": "refuse"}).content)
+    assert [e["id"] for e in body] == [feed[3].pk, feed[2].pk]
+    assert client.get("/events/export.xml").status_code == 404
+    assert client.get("/events/export.csv", {"decision": "maybe"}).status_code == 400
+
+
+def test_export_needs_the_role(feed, approver, client_for):
+    assert client_for(approver).get("/events/export.csv").status_code == 403
+
+
+def test_alerts_only_filter(organisation, auditor, client_for):
+    _event(organisation, 1, tool="a")
+    alert = services.event_record(
+        organisation=organisation,
+        source="sequence",
+        decision="allow",
+        verdict="audit",
+        rule="exfil chain",
+    )
+    Event.objects.filter(pk=alert.pk).update(is_alert=True)
+    body = client_for(auditor).get("/v1/events", {"alerts": "1"}).json()
+    assert [e["id"] for e in body["results"]] == [alert.pk]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console import health
-from tests.worker import flush_broker, running_worker
+from tests.worker import flush_broker, running_worker, use_broker
 
 
 @pytest.mark.django_db
@@ -21,16 +21,11 @@ def test_the_real_redis_broker_answers():
 
 
 def test_a_broker_that_does_not_answer_is_reported():
-    from console.celery import app
-
-    original = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    original = use_broker("redis://127.0.0.1:1/0")
     try:
-        app.pool.force_close_all()
         probe = health.check_broker()
     finally:
-        app.conf.broker_url = original
-        app.pool.force_close_all()
+        use_broker(original)
     assert not probe.ok
     assert "does not answer" in probe.detail
 

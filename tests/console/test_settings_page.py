@@ -14,6 +14,8 @@ VALID = {
     "taint_policy": "confirm",
     "licence_valid_until": "",
     "licence_on_lapse": "refuse_writes",
+    "notify_url": "",
+    "approval_timeout_minutes": "15",
 }
 
 
@@ -92,3 +94,10 @@ def test_a_lapsed_licence_is_shown_on_the_dashboard(admin, organisation, client_
     page = client_for(admin).get("/")
     assert b"The licence lapsed on" in page.content
     assert OrganisationSettings.objects.get(organisation=organisation).licence_lapsed()
+
+
+def test_a_timeout_out_of_range_is_refused(admin, organisation, client_for):
+    response = client_for(admin).put_json("/v1/settings", {"approval_timeout_minutes": 0})
+    assert response.status_code == 400
+    assert "approval_timeout_minutes" in response.json()
+    assert OrganisationSettings.objects.get(organisation=organisation).approval_timeout_minutes == 15

@@ -75,6 +75,75 @@ class Command(BaseCommand):
                     Event.objects.filter(pk=event.pk).update(
                         at=now - dt.timedelta(minutes=5 * (len(DEMO_EVENTS) - i))
                     )
+            self._policy_and_rulebook(organisation)
         self.stdout.write(f"Demo organisation `{organisation.name}` is ready. Sign in with:")
         for role, username in people:
             self.stdout.write(f"  {role:9} {username:16} password: {password}")
+
+    def _policy_and_rulebook(self, organisation) -> None:  # noqa: ANN001
+        """A firewall policy (with a sequence rule) and the shop's rulebook, once."""
+        from pathlib import Path
+
+        from django.conf import settings
+
+        from console.access import Actor
+        from firewall import services as firewall_services
+        from firewall.models import Policy
+        from rulebooks import services as rulebook_services
+        from rulebooks.models import Rulebook
+
+        actor = Actor(organisation=organisation, role="admin", label="seed_demo")
+        if not Policy.objects.filter(organisation=organisation).exists():
+            firewall_services.policy_import(actor=actor, data=DEMO_POLICY)
+            policy = Policy.objects.get(organisation=organisation, name=DEMO_POLICY["name"])
+            firewall_services.preset_apply(actor=actor, policy=policy, preset="tight")
+        if not Rulebook.objects.filter(organisation=organisation).exists():
+            source = Path(settings.BASE_DIR) / "examples" / "shop" / "policy.co"
+            rulebook_services.rulebook_upload(
+                actor=actor, name="shop", data=source.read_bytes(), filename="policy.co"
+            )
+
+
+DEMO_POLICY = {
+    "name": "production",
+    "default_verdict": "allow",
+    "rules": [
+        {
+            "priority": 10,
+            "name": "no rm -rf",
+            "stage": "tool_call",
+            "tool_name_glob": "shell.*",
+            "args_match": [{"path": "$.command", "op": "regex", "value": "rm\\s+-rf"}],
+            "verdict": "deny",
+            "notes": "never let an agent wipe a disk",
+        },
+        {
+            "priority": 20,
+            "name": "scrub",
+            "tool_name_glob": "*.send",
+            "verdict": "sanitize",
+            "sanitize": {"presets": ["email", "credit_card"], "patterns": ["ACME-[0-9]{6}"]},
+        },
+        {
+            "priority": 40,
+            "name": "budget",
+            "tool_name_glob": "llm.*",
+            "verdict": "cap_cost",
+            "cap_cost_cents": 500,
+        },
+        {
+            "priority": 50,
+            "name": "exfil chain",
+            "verdict": "audit",
+            "sequence": {
+                "steps": [
+                    {"tool_glob": "crm.read", "min_count": 50},
+                    {"tool_glob": "*.export"},
+                    {"tool_glob": "*", "egress": True},
+                ],
+                "window_seconds": 600,
+                "on_match": ["hold_session"],
+            },
+        },
+    ],
+}

@@ -1,0 +1,1 @@
+"""Benchmark of sequence matching on workers: throughput per worker process, and alert delay."""

@@ -1,0 +1,221 @@
+"""The firewall's API: policies and rules (CRUD, order, presets, import, export) and evaluate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.access import actor_for_request, get_object_for_actor, require
+from console.api.views import ORG_PARAM
+from firewall import engine, selectors, services
+from firewall.models import Policy, Rule
+
+
+def _object(request) -> dict[str, Any]:  # noqa: ANN001
+    if not isinstance(request.data, dict):
+        raise ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+    return dict(request.data)
+
+
+def _policy_summary(policy: Policy) -> dict[str, Any]:
+    return {
+        "id": policy.pk,
+        "name": policy.name,
+        "default_verdict": policy.default_verdict,
+        "active": policy.active,
+        "revision": policy.revision,
+        "rules": policy.rules.count(),
+    }
+
+
+class PolicyListView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.read")
+        policies = selectors.policy_list(organisation=actor.organisation)
+        return Response({"results": [_policy_summary(p) for p in policies]})
+
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request):  # noqa: ANN001, ANN201
+        """Create a policy: `{"name", "default_verdict"}`, or a whole policy with its `rules`."""
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        data = _object(request)
+        policy = services.policy_import(actor=actor, data={"rules": [], **data})
+        return Response(
+            {**_policy_summary(policy), **services.policy_export(policy=policy)},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class PolicyDetailView(APIView):
+    def _policy(self, request, policy_id: int):  # noqa: ANN001, ANN202
+        actor = actor_for_request(request)
+        return actor, get_object_for_actor(Policy, actor, pk=policy_id)
+
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        actor, policy = self._policy(request, policy_id)
+        require(actor, "firewall.read")
+        counts = selectors.match_counts(policy=policy)
+        body = {**_policy_summary(policy), **services.policy_export(policy=policy)}
+        for rule in body["rules"]:
+            rule["matches"] = counts.get(rule["id"], {})
+        return Response(body)
+
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def put(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        """Change `name`, `default_verdict` or `active` (the policy `evaluate` uses)."""
+        actor, policy = self._policy(request, policy_id)
+        require(actor, "firewall.write")
+        policy = services.policy_update(actor=actor, policy=policy, data=_object(request))
+        return Response(_policy_summary(policy))
+
+    @extend_schema(parameters=[ORG_PARAM], responses={204: None})
+    def delete(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        actor, policy = self._policy(request, policy_id)
+        require(actor, "firewall.write")
+        services.policy_delete(actor=actor, policy=policy)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PolicyExportView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.read")
+        policy = get_object_for_actor(Policy, actor, pk=policy_id)
+        response = Response(services.policy_export(policy=policy))
+        response["Content-Disposition"] = f'attachment; filename="{policy.name}.json"'
+        return response
+
+
+class PolicyRulesView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        policy = get_object_for_actor(Policy, actor, pk=policy_id)
+        rule = services.rule_create(actor=actor, policy=policy, data=_object(request))
+        return Response(rule.as_json(), status=status.HTTP_201_CREATED)
+
+
+class RuleDetailView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request, rule_id: int):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.read")
+        return Response(get_object_for_actor(Rule, actor, pk=rule_id).as_json())
+
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def put(self, request, rule_id: int):  # noqa: ANN001, ANN201
+        """Replace the rule with the body (a whole rule; `priority` kept when left out)."""
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        rule = get_object_for_actor(Rule, actor, pk=rule_id)
+        rule = services.rule_update(actor=actor, rule=rule, data=_object(request))
+        return Response(rule.as_json())
+
+    @extend_schema(parameters=[ORG_PARAM], responses={204: None})
+    def delete(self, request, rule_id: int):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        services.rule_delete(actor=actor, rule=get_object_for_actor(Rule, actor, pk=rule_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PolicyReorderView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        """`{"rules": [ids in the new evaluation order]}`; every rule of the policy, once."""
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        policy = get_object_for_actor(Policy, actor, pk=policy_id)
+        data = _object(request)
+        rules = services.rules_reorder(actor=actor, policy=policy, rule_ids=data.get("rules"))
+        return Response({"rules": [r.as_json() for r in rules]})
+
+
+class PolicyPresetView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request, policy_id: int):  # noqa: ANN001, ANN201
+        """`{"preset": "block_ssrf_egress"}` or an autonomy level such as `tight`."""
+        actor = actor_for_request(request)
+        require(actor, "firewall.write")
+        policy = get_object_for_actor(Policy, actor, pk=policy_id)
+        preset = _object(request).get("preset")
+        if not isinstance(preset, str):
+            raise ValidationError({"preset": ["name a preset or an autonomy level"]})
+        rules = services.preset_apply(actor=actor, policy=policy, preset=preset)
+        return Response({"rules": [r.as_json() for r in rules]}, status=status.HTTP_201_CREATED)
+
+
+class CallSerializer(serializers.Serializer):
+    """A call as `POST /v1/firewall/evaluate` takes it; unknown fields are refused."""
+
+    tool = serializers.CharField(max_length=200)
+    skill = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    stage = serializers.ChoiceField(choices=list(engine.STAGES), required=False)
+    arguments = serializers.JSONField(required=False, default=dict)
+    destination = serializers.CharField(max_length=2000, required=False)
+    kind = serializers.ChoiceField(
+        choices=["read", "write", "sends_out"],
+        required=False,
+        help_text="what the tool does; a call nobody marked counts as a write",
+    )
+    agent = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    session = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    policy = serializers.IntegerField(
+        required=False, help_text="a policy id; default: the active one"
+    )
+    token = serializers.CharField(
+        required=False, help_text="the token an approval signed for exactly this call"
+    )
+    user = serializers.CharField(
+        max_length=150, required=False, help_text="the person the agent acts for"
+    )
+
+    def to_internal_value(self, data):  # noqa: ANN001, ANN201
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["not a field of a call"] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class EvaluateView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], request=CallSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request):  # noqa: ANN001, ANN201
+        """Decide a call; every verdict but a plain allow is recorded as an event."""
+        actor = actor_for_request(request)
+        require(actor, "firewall.evaluate")
+        serializer = CallSerializer(data=_object(request))
+        serializer.is_valid(raise_exception=True)
+        call = dict(serializer.validated_data)
+        policy = None
+        if "policy" in call:
+            policy = get_object_for_actor(Policy, actor, pk=call.pop("policy"))
+        token = call.pop("token", None)
+        return Response(
+            services.firewall_evaluate(actor=actor, call=call, policy=policy, token=token)
+        )

@@ -1,0 +1,363 @@
+"""Sequence rules matched on workers, from the events table: the transactional outbox.
+
+Every recorded event starts `pending` in one of `SHARDS` shards (by organisation, agent and
+session, so one session's events stay in one shard, in id order). A worker drains a shard in
+batches; each batch is one transaction that locks the shard's row, advances every sequence rule
+the batch's events touch, stores the rules' per-session states, writes the alerts and their
+follow-up actions, and marks the events `matched`. A worker killed mid-batch therefore leaves the
+whole batch pending for the next one, and an alert is unique per rule, session and completing
+event, so a chain raises one alert however often it is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from console.models import (
+    SHARDS,
+    Event,
+    MatchState,
+    Notification,
+    OrganisationSettings,
+    SessionHold,
+    ToolSwitch,
+)
+from firewall import engine
+from firewall.engine.globs import compile_glob
+from firewall.engine.vocabulary import DECISION_OF_VERDICT
+from firewall.models import MatcherShard, Policy, SequenceAlert, SequenceState
+
+log = logging.getLogger(__name__)
+
+ACTIONS = ("hold_session", "disable_tool", "notify")
+
+
+def shard_of(organisation_id: int, agent: str, session: str) -> int:
+    return zlib.crc32(f"{organisation_id}:{agent}:{session}".encode()) % SHARDS
+
+
+@dataclass(frozen=True)
+class SequenceRule:
+    id: int
+    name: str
+    verdict: str
+    shadow: bool
+    steps: list[dict[str, Any]]
+    window_seconds: float
+    on_match: tuple[str, ...]
+    # (matches the tool, egress only) per step
+    step_tests: tuple[tuple[Any, bool], ...]
+    compiled: Any
+
+    def touches(self, tool: str, is_egress: bool) -> bool:
+        """Whether any step could take the event."""
+        return any(m(tool) and (is_egress or not e) for m, e in self.step_tests)
+
+    def starts(self, tool: str, is_egress: bool) -> bool:
+        """Whether the first step could take the event (else, with no progress, it is a no-op)."""
+        matches, egress_only = self.step_tests[0]
+        return matches(tool) and (is_egress or not egress_only)
+
+
+class RuleSet(list):
+    """An organisation's sequence rules, with the rules each tool touches remembered per tool.
+
+    Tools repeat far more than they vary, so after the first event of a tool the candidates are
+    one dictionary lookup, whatever the number of rules.
+    """
+
+    MEMO_LIMIT = 10_000
+
+    def __init__(self, rules: list[SequenceRule]) -> None:
+        super().__init__(rules)
+        self._memo: dict[tuple[str, bool], tuple[SequenceRule, ...]] = {}
+
+    def touching(self, tool: str, is_egress: bool) -> tuple[SequenceRule, ...]:
+        key = (tool, is_egress)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = tuple(rule for rule in self if rule.touches(tool, is_egress))
+            if len(self._memo) >= self.MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = hit
+        return hit
+
+
+_rules_cache: dict[str, RuleSet] = {}
+_rules_lock = threading.Lock()
+_NO_RULES = RuleSet([])
+
+
+def sequence_rules(organisation_id: int) -> RuleSet:
+    """The enabled sequence rules of the organisation's active policy, cached by its version."""
+    policy = Policy.objects.filter(organisation_id=organisation_id, active=True).first()
+    if policy is None:
+        return _NO_RULES
+    key = str(policy.version)
+    with _rules_lock:
+        hit = _rules_cache.get(key)
+    if hit is not None:
+        return hit
+    rules = []
+    for rule in policy.rules.order_by("priority", "id"):
+        spec = rule.spec
+        sequence = spec.get("sequence")
+        if not sequence or spec.get("enabled", True) is False:
+            continue
+        try:
+            compiled = engine.CompiledSequence(sequence["steps"], sequence.get("window_seconds", 0))
+        except (engine.FirewallError, KeyError, TypeError):
+            log.error("sequence rule %s cannot be read; it is not matched", rule.pk)
+            continue
+        rules.append(
+            SequenceRule(
+                id=rule.pk,
+                name=rule.name,
+                verdict=spec.get("verdict", "audit"),
+                shadow=spec.get("mode") == "shadow",
+                steps=sequence["steps"],
+                window_seconds=sequence.get("window_seconds", 0),
+                on_match=tuple(sequence.get("on_match", ())),
+                step_tests=tuple(
+                    (compile_glob(step["tool_glob"]), bool(step.get("egress", False)))
+                    for step in sequence["steps"]
+                ),
+                compiled=compiled,
+            )
+        )
+    rule_set = RuleSet(rules)
+    with _rules_lock:
+        if len(_rules_cache) > 256:
+            _rules_cache.clear()
+        _rules_cache[key] = rule_set
+    return rule_set
+
+
+def _matcher_event(event: Event) -> dict[str, Any]:
+    call = event.detail.get("call") if isinstance(event.detail, dict) else None
+    destination = call.get("destination") if isinstance(call, dict) else None
+    return {
+        "id": event.pk,
+        "tool": event.tool,
+        "ts": event.at.timestamp(),
+        "stage": event.stage,
+        "destination": destination if isinstance(destination, str) else None,
+    }
+
+
+def _lock_shard(shard: int) -> None:
+    if not MatcherShard.objects.filter(shard=shard).update(drained_at=timezone.now()):
+        try:
+            with transaction.atomic():
+                MatcherShard.objects.create(shard=shard, drained_at=timezone.now())
+        except IntegrityError:
+            pass
+    MatcherShard.objects.select_for_update().get(shard=shard)
+
+
+def drain_shard(shard: int, *, batch: int | None = None) -> int:
+    """Match one batch of the shard's pending events; returns how many events it took."""
+    batch = batch or settings.STALWART_MATCH_BATCH
+    with transaction.atomic():
+        _lock_shard(shard)
+        events = list(
+            Event.objects.filter(match_state=MatchState.PENDING, shard=shard).order_by("id")[:batch]
+        )
+        if not events:
+            return 0
+        _match(events)
+        MatcherShard.objects.filter(shard=shard).update(
+            events_matched=F("events_matched") + len(events)
+        )
+    return len(events)
+
+
+def _match(events: list[Event]) -> None:
+    rules_of: dict[int, RuleSet] = {}
+    for event in events:
+        if event.organisation_id not in rules_of:
+            rules_of[event.organisation_id] = sequence_rules(event.organisation_id)
+    sessions = {(e.agent, e.session) for e in events}
+    rule_ids = {r.id for rules in rules_of.values() for r in rules}
+    stored: dict[tuple[int, str, str], SequenceState] = {}
+    if rule_ids:
+        for row in SequenceState.objects.filter(
+            rule_id__in=rule_ids, session__in={s for _, s in sessions}
+        ):
+            stored[(row.rule_id, row.agent, row.session)] = row
+    states: dict[tuple[int, str, str], Any] = {k: v.state for k, v in stored.items()}
+    dirty: set[tuple[int, str, str]] = set()
+    matched: list[int] = []
+    unreadable: list[tuple[int, str]] = []
+    by_id = {e.pk: e for e in events}
+    for event in events:
+        if not event.tool:
+            unreadable.append((event.pk, "the event names no tool"))
+            continue
+        item = _matcher_event(event)
+        is_egress = item["stage"] == "egress" or bool(item["destination"])
+        for rule in rules_of[event.organisation_id].touching(event.tool, is_egress):
+            key = (rule.id, event.agent, event.session)
+            if key not in states and not rule.starts(event.tool, is_egress):
+                continue  # a later step with no chain under way: nothing to advance
+            try:
+                # States read from the database are checked on first use; later ones are ours.
+                state, match = rule.compiled.advance(
+                    states.get(key), rule.id, item, trusted=key in dirty, in_place=key in dirty
+                )
+            except engine.SequenceError as exc:
+                unreadable.append((event.pk, f"the matcher cannot read it: {exc}"))
+                break
+            states[key] = state
+            dirty.add(key)
+            if match is not None:
+                _raise_alert(event, rule, match, by_id)
+        else:
+            matched.append(event.pk)
+    Event.objects.filter(pk__in=matched).update(match_state=MatchState.MATCHED)
+    for pk, note in unreadable:
+        Event.objects.filter(pk=pk).update(match_state=MatchState.UNREADABLE, match_note=note[:300])
+    _store_states(events, states, dirty, stored)
+
+
+def _store_states(events, states, dirty, stored) -> None:  # noqa: ANN001
+    organisation_of = {(e.agent, e.session): e.organisation_id for e in events}
+    updates, creates = [], []
+    for key in dirty:
+        rule_id, agent, session = key
+        if key in stored:
+            row = stored[key]
+            row.state = states[key]
+            updates.append(row)
+        else:
+            creates.append(
+                SequenceState(
+                    organisation_id=organisation_of[(agent, session)],
+                    rule_id=rule_id,
+                    agent=agent,
+                    session=session,
+                    state=states[key],
+                )
+            )
+    if updates:
+        SequenceState.objects.bulk_update(updates, ["state", "updated_at"])
+    if creates:
+        SequenceState.objects.bulk_create(creates)
+
+
+def _chain(match: dict[str, Any], by_id: dict[int, Event]) -> list[list[dict[str, Any]]]:
+    chain = []
+    for ids in match["steps"]:
+        step = []
+        for event_id in ids:
+            event = by_id.get(event_id) or Event.objects.filter(pk=event_id).first()
+            step.append(
+                {
+                    "id": event_id,
+                    "tool": event.tool if event else "",
+                    "at": event.at.isoformat() if event else None,
+                }
+            )
+        chain.append(step)
+    return chain
+
+
+def _raise_alert(
+    event: Event, rule: SequenceRule, match: dict[str, Any], by_id: dict[int, Event]
+) -> None:
+    if SequenceAlert.objects.filter(
+        rule_ref=rule.id, agent=event.agent, session=event.session, last_event_id=event.pk
+    ).exists():
+        return
+    actions = [] if rule.shadow else [a for a in rule.on_match if a in ACTIONS]
+    alert = Event.objects.create(
+        organisation_id=event.organisation_id,
+        source="sequence",
+        session=event.session,
+        agent=event.agent,
+        tool=event.tool,
+        stage=event.stage,
+        decision=DECISION_OF_VERDICT.get(rule.verdict, "allow"),
+        verdict=rule.verdict,
+        reasons=[f"sequence: {rule.name}"] + (["shadow"] if rule.shadow else []),
+        rule=rule.name,
+        detail={
+            "rule_id": rule.id,
+            "chain": _chain(match, by_id),
+            "started_at": match["started_at"],
+            "ended_at": match["ended_at"],
+            "window_seconds": rule.window_seconds,
+            "shadow": rule.shadow,
+            "actions": actions,
+        },
+        is_alert=True,
+        match_state=MatchState.SKIPPED,
+    )
+    SequenceAlert.objects.create(
+        organisation_id=event.organisation_id,
+        rule_id=rule.id,
+        rule_ref=rule.id,
+        rule_name=rule.name,
+        agent=event.agent,
+        session=event.session,
+        last_event_id=event.pk,
+        event=alert,
+    )
+    reason = f"sequence rule `{rule.name}` matched (alert {alert.pk})"
+    if "hold_session" in actions:
+        if not SessionHold.objects.filter(
+            organisation_id=event.organisation_id,
+            agent=event.agent,
+            session=event.session,
+            released_at=None,
+        ).exists():
+            SessionHold.objects.create(
+                organisation_id=event.organisation_id,
+                agent=event.agent,
+                session=event.session,
+                reason=reason,
+                alert=alert,
+            )
+    if "disable_tool" in actions:
+        if not ToolSwitch.objects.filter(
+            organisation_id=event.organisation_id,
+            agent=event.agent,
+            tool=event.tool,
+            enabled_at=None,
+        ).exists():
+            ToolSwitch.objects.create(
+                organisation_id=event.organisation_id,
+                agent=event.agent,
+                tool=event.tool,
+                reason=reason,
+                alert=alert,
+            )
+    if "notify" in actions:
+        url = (
+            OrganisationSettings.objects.filter(organisation_id=event.organisation_id)
+            .values_list("notify_url", flat=True)
+            .first()
+        )
+        if url:
+            notification = Notification.objects.create(
+                organisation_id=event.organisation_id, alert=alert, url=url
+            )
+            transaction.on_commit(lambda: _send("console.deliver_notification", notification.pk))
+
+
+def _send(name: str, *args: Any) -> None:
+    from console.celery import app
+
+    try:
+        app.send_task(name, args=list(args))
+    except Exception:  # noqa: BLE001 - the broker is down: the sweeper sends it again
+        log.warning("could not enqueue %s%r; the sweeper will", name, args)

@@ -1,0 +1,457 @@
+"""Writes of the firewall app: policies, rules, order, presets, import, and evaluating a call.
+
+Every rule passes the engine's validator (the one gate for the editor, the API, import and the CLI)
+before it is stored; every change writes its audit row in the same transaction, naming the fields
+changed but never writing rule blobs (clauses, patterns, egress lists, sequences, notes).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from console import audit
+from console.access import Actor, require
+from console.models import SessionHold, ToolSwitch
+from console.services import audit_record, event_record
+from firewall import engine
+from firewall.matching import sequence_rules
+from firewall.models import Policy, Rule, RuleMatchCount
+from firewall.runtime import compiled_for, policy_json
+
+# Parts of a rule that are blobs: their change is named in the audit row, never written.
+BLOB_FIELDS = frozenset({"args_match", "sanitize", "egress", "sequence", "notes"})
+PRIORITY_STEP = 10
+
+
+def _issues_error(issues, prefix: str = "") -> ValidationError:  # noqa: ANN001
+    errors: dict[str, list[str]] = {}
+    for issue in issues:
+        path = issue.path or "rule"
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :].lstrip(".") or "rule"
+        errors.setdefault(path, []).append(issue.message)
+    return ValidationError(errors)
+
+
+def _bump(policy: Policy) -> None:
+    Policy.objects.filter(pk=policy.pk).update(
+        revision=F("revision") + 1, version=uuid.uuid4(), updated_at=timezone.now()
+    )
+
+
+def _clean_spec(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if key != "id"}
+
+
+@transaction.atomic
+def policy_create(*, actor: Actor, name: str, default_verdict: str = "allow") -> Policy:
+    require(actor, "firewall.write")
+    issues = engine.validate_policy({"name": name, "default_verdict": default_verdict, "rules": []})
+    if issues:
+        raise _issues_error(issues)
+    if Policy.objects.filter(organisation=actor.organisation, name=name).exists():
+        raise ValidationError({"name": [f"a policy named `{name}` exists already"]})
+    active = not Policy.objects.filter(organisation=actor.organisation, active=True).exists()
+    policy = Policy.objects.create(
+        organisation=actor.organisation, name=name, default_verdict=default_verdict, active=active
+    )
+    audit_record(
+        actor=actor,
+        action="firewall.policy.create",
+        object_type="firewall_policy",
+        object_id=policy.pk,
+        changes=audit.field_changes(
+            {}, {"name": name, "default_verdict": default_verdict, "active": active}
+        ),
+    )
+    return policy
+
+
+@transaction.atomic
+def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Policy:
+    require(actor, "firewall.write")
+    unknown = sorted(set(data) - {"name", "default_verdict", "active"})
+    if unknown:
+        raise ValidationError({name: ["not a field of a policy"] for name in unknown})
+    before = {
+        "name": policy.name,
+        "default_verdict": policy.default_verdict,
+        "active": policy.active,
+    }
+    after = {**before, **data}
+    issues = engine.validate_policy(
+        {"name": after["name"], "default_verdict": after["default_verdict"], "rules": []}
+    )
+    if issues:
+        raise _issues_error(issues)
+    if not isinstance(after["active"], bool):
+        raise ValidationError({"active": ["must be true or false"]})
+    if (
+        after["name"] != policy.name
+        and Policy.objects.filter(organisation=actor.organisation, name=after["name"]).exists()
+    ):
+        raise ValidationError({"name": [f"a policy named `{after['name']}` exists already"]})
+    changes = audit.field_changes(before, after)
+    if not changes:
+        return policy
+    if after["active"] and not policy.active:
+        Policy.objects.filter(organisation=actor.organisation, active=True).update(active=False)
+    policy.name, policy.default_verdict, policy.active = (
+        after["name"],
+        after["default_verdict"],
+        after["active"],
+    )
+    policy.revision += 1
+    policy.version = uuid.uuid4()
+    policy.save()
+    audit_record(
+        actor=actor,
+        action="firewall.policy.update",
+        object_type="firewall_policy",
+        object_id=policy.pk,
+        changes=changes,
+    )
+    return policy
+
+
+@transaction.atomic
+def policy_delete(*, actor: Actor, policy: Policy) -> None:
+    require(actor, "firewall.write")
+    pk, name, count = policy.pk, policy.name, policy.rules.count()
+    policy.delete()
+    audit_record(
+        actor=actor,
+        action="firewall.policy.delete",
+        object_type="firewall_policy",
+        object_id=pk,
+        changes={"name": {"old": name, "new": None}, "rules": {"old": count, "new": None}},
+    )
+
+
+def _validate_rule(policy: Policy, data: Any, *, exclude: Rule | None = None) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValidationError({"rule": ["a rule is a JSON object"]})
+    spec = _clean_spec(data)
+    issues = engine.validate_rule(spec)
+    if issues:
+        raise _issues_error(issues)
+    others = policy.rules.exclude(pk=exclude.pk) if exclude else policy.rules.all()
+    if others.filter(name=spec["name"]).exists():
+        raise ValidationError({"name": [f"a rule named `{spec['name']}` exists in this policy"]})
+    return spec
+
+
+def _next_priority(policy: Policy) -> int:
+    top = policy.rules.aggregate(top=Max("priority"))["top"]
+    return PRIORITY_STEP if top is None else top + PRIORITY_STEP
+
+
+@transaction.atomic
+def rule_create(*, actor: Actor, policy: Policy, data: Any) -> Rule:
+    require(actor, "firewall.write")
+    if isinstance(data, dict) and "priority" not in data:
+        data = {**data, "priority": _next_priority(policy)}
+    spec = _validate_rule(policy, data)
+    rule = Rule.objects.create(
+        organisation=actor.organisation,
+        policy=policy,
+        priority=spec["priority"],
+        name=spec["name"],
+        spec=spec,
+    )
+    _bump(policy)
+    audit_record(
+        actor=actor,
+        action="firewall.rule.create",
+        object_type="firewall_rule",
+        object_id=rule.pk,
+        changes=audit.field_changes({}, spec, hidden=BLOB_FIELDS),
+    )
+    return rule
+
+
+@transaction.atomic
+def rule_update(*, actor: Actor, rule: Rule, data: Any) -> Rule:
+    require(actor, "firewall.write")
+    if isinstance(data, dict) and "priority" not in data:
+        data = {**data, "priority": rule.priority}
+    spec = _validate_rule(rule.policy, data, exclude=rule)
+    changes = audit.field_changes(rule.spec, spec, hidden=BLOB_FIELDS)
+    if not changes:
+        return rule
+    rule.spec, rule.priority, rule.name = spec, spec["priority"], spec["name"]
+    rule.save()
+    _bump(rule.policy)
+    audit_record(
+        actor=actor,
+        action="firewall.rule.update",
+        object_type="firewall_rule",
+        object_id=rule.pk,
+        changes=changes,
+    )
+    return rule
+
+
+@transaction.atomic
+def rule_delete(*, actor: Actor, rule: Rule) -> None:
+    require(actor, "firewall.write")
+    pk, name, policy = rule.pk, rule.name, rule.policy
+    rule.delete()
+    _bump(policy)
+    audit_record(
+        actor=actor,
+        action="firewall.rule.delete",
+        object_type="firewall_rule",
+        object_id=pk,
+        changes={"name": {"old": name, "new": None}},
+    )
+
+
+@transaction.atomic
+def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
+    """Put the policy's rules in the given order: priorities become 10, 20, 30, ..."""
+    require(actor, "firewall.write")
+    rules = list(policy.rules.select_for_update().order_by("priority", "id"))
+    if not isinstance(rule_ids, list) or not all(isinstance(i, int) for i in rule_ids):
+        raise ValidationError({"rules": ["a list of the policy's rule ids"]})
+    if sorted(rule_ids) != sorted(r.pk for r in rules):
+        raise ValidationError({"rules": ["name every rule of the policy exactly once"]})
+    by_id = {r.pk: r for r in rules}
+    before = [r.name for r in rules]
+    ordered = [by_id[i] for i in rule_ids]
+    for position, rule in enumerate(ordered, start=1):
+        priority = position * PRIORITY_STEP
+        if rule.priority != priority:
+            rule.priority = priority
+            rule.spec = {**rule.spec, "priority": priority}
+            rule.save(update_fields=["priority", "spec", "updated_at"])
+    after = [r.name for r in ordered]
+    if before != after:
+        _bump(policy)
+        audit_record(
+            actor=actor,
+            action="firewall.policy.reorder",
+            object_type="firewall_policy",
+            object_id=policy.pk,
+            changes={"order": {"old": before, "new": after}},
+        )
+    return ordered
+
+
+def rule_move(*, actor: Actor, rule: Rule, direction: str) -> list[Rule]:
+    """Swap a rule with its neighbour above (`up`) or below (`down`) in evaluation order."""
+    ids = list(rule.policy.rules.order_by("priority", "id").values_list("pk", flat=True))
+    index = ids.index(rule.pk)
+    other = index - 1 if direction == "up" else index + 1
+    if direction not in ("up", "down"):
+        raise ValidationError({"direction": ["`up` or `down`"]})
+    if 0 <= other < len(ids):
+        ids[index], ids[other] = ids[other], ids[index]
+    return rules_reorder(actor=actor, policy=rule.policy, rule_ids=ids)
+
+
+@transaction.atomic
+def policy_import(*, actor: Actor, data: Any, name: str | None = None) -> Policy:
+    """Store a whole policy from its JSON, or nothing: every error at once, each with its path."""
+    require(actor, "firewall.write")
+    if isinstance(data, dict) and name:
+        data = {**data, "name": name}
+    issues = engine.validate_policy(data)
+    if issues:
+        raise _issues_error(issues)
+    policy = policy_create(
+        actor=actor, name=data["name"], default_verdict=data.get("default_verdict", "allow")
+    )
+    for position, raw in enumerate(data.get("rules", [])):
+        spec = _clean_spec(raw)
+        spec.setdefault("priority", (position + 1) * PRIORITY_STEP)
+        try:
+            rule_create(actor=actor, policy=policy, data=spec)
+        except ValidationError as exc:
+            raise ValidationError(
+                {f"rules[{position}].{k}": v for k, v in exc.message_dict.items()}
+            ) from exc
+    return policy
+
+
+def policy_export(*, policy: Policy) -> dict[str, Any]:
+    return policy_json(policy)
+
+
+@transaction.atomic
+def preset_apply(*, actor: Actor, policy: Policy, preset: str) -> list[Rule]:
+    """Add a preset's rules (or an autonomy level's) after the policy's own rules."""
+    require(actor, "firewall.write")
+    try:
+        rules = engine.preset_rules(preset)
+    except engine.FirewallError as exc:
+        raise ValidationError({"preset": [str(exc)]}) from exc
+    created = []
+    for raw in rules:
+        spec = _clean_spec(raw)
+        spec["priority"] = _next_priority(policy)
+        base, n = spec["name"], 2
+        while policy.rules.filter(name=spec["name"]).exists():
+            spec["name"], n = f"{base} ({n})", n + 1
+        created.append(rule_create(actor=actor, policy=policy, data=spec))
+    return created
+
+
+def _hour(now: dt.datetime) -> dt.datetime:
+    return now.replace(minute=0, second=0, microsecond=0)
+
+
+def _count_matches(matches: list[tuple[int, str]]) -> None:
+    hour = _hour(timezone.now())
+    for rule_id, mode in matches:
+        updated = RuleMatchCount.objects.filter(rule_id=rule_id, hour=hour, mode=mode).update(
+            count=F("count") + 1
+        )
+        if not updated:
+            try:
+                with transaction.atomic():
+                    RuleMatchCount.objects.create(rule_id=rule_id, hour=hour, mode=mode, count=1)
+            except IntegrityError:
+                RuleMatchCount.objects.filter(rule_id=rule_id, hour=hour, mode=mode).update(
+                    count=F("count") + 1
+                )
+
+
+def _refusal(call: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "verdict": "deny",
+        "decision": "refuse",
+        "rule": None,
+        "rule_id": None,
+        "arguments": call.get("arguments", {}),
+        "reasons": [reason],
+        "shadow": [],
+        "cap_cost_cents": None,
+        "errors": [],
+    }
+
+
+def active_policy(*, organisation) -> Policy | None:  # noqa: ANN001
+    return Policy.objects.filter(organisation=organisation, active=True).first()
+
+
+def _controls(actor: Actor, call: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Apply what sequence alerts switched on: a tool off for the agent, a session on hold.
+
+    Both only make the answer stricter. A held session sends every call that is not declared a
+    read (`kind`) to a person: a call nobody marked counts as a write.
+    """
+    agent, session = str(call.get("agent", "")), str(call.get("session", ""))
+    if ToolSwitch.objects.filter(
+        organisation=actor.organisation,
+        agent=agent,
+        tool=str(call.get("tool", "")),
+        enabled_at=None,
+    ).exists():
+        return {**_refusal(call, "tool_disabled"), "policy": result.get("policy")}
+    held = (
+        session
+        and SessionHold.objects.filter(
+            organisation=actor.organisation, agent=agent, session=session, released_at=None
+        ).exists()
+    )
+    if held and call.get("kind", "write") != "read" and result["decision"] == "allow":
+        return {
+            **result,
+            "verdict": "require_approval",
+            "decision": "confirm",
+            "reasons": [*result["reasons"], "session_held"],
+        }
+    return result
+
+
+def _approved(actor: Actor, call: dict[str, Any], token: str | None,
+              result: dict[str, Any]) -> dict[str, Any]:
+    """A call held for a person runs with the token their approval signed, and only that call."""
+    if token is None:
+        return result
+    from firewall.approvals import token_problem
+
+    problem = token_problem(actor.organisation.pk, call, token)
+    if problem is not None:
+        return {**_refusal(call, problem), "policy": result.get("policy")}
+    if result["verdict"] != "require_approval":
+        return result
+    return {**result, "verdict": "allow", "decision": "allow",
+            "reasons": [*result["reasons"], "confirmed"]}
+
+
+@transaction.atomic
+def firewall_evaluate(
+    *,
+    actor: Actor,
+    call: dict[str, Any],
+    policy: Policy | None = None,
+    record: bool = True,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """Decide a call with the policy (the organisation's active one by default).
+
+    With `record`, every match (enforcing or shadow) is counted for its rule, and every verdict
+    other than a plain allow becomes an event, in the same transaction; plain allows become
+    events too when the policy has sequence rules, since those rules read every call. Without
+    an active policy nothing can decide, so the call is refused (`no_active_policy`).
+    """
+    require(actor, "firewall.evaluate" if record else "firewall.read")
+    policy = policy or active_policy(organisation=actor.organisation)
+    if policy is None:
+        result = _refusal(call, "no_active_policy")
+    else:
+        try:
+            result = compiled_for(policy).evaluate(call).to_dict()
+        except engine.FirewallError:
+            # A stored policy that no longer compiles cannot answer: fail closed.
+            result = _refusal(call, "policy_invalid")
+    result["policy"] = policy.name if policy else None
+    result = _controls(actor, call, result)
+    result = _approved(actor, call, token, result)
+    if not record:
+        return result
+    if result["verdict"] == "require_approval":
+        from guard.approvals import firewall_request_create
+
+        result["approval"] = str(
+            firewall_request_create(actor=actor, call=call, decision=result).public_id
+        )
+    matches = [(result["rule_id"], "enforce")] if isinstance(result["rule_id"], int) else []
+    matches += [
+        (s["rule_id"], "shadow") for s in result["shadow"] if isinstance(s.get("rule_id"), int)
+    ]
+    _count_matches(matches)
+    plain_allow = result["verdict"] == "allow" and not result["shadow"]
+    if not plain_allow or (policy is not None and sequence_rules(actor.organisation.pk)):
+        event_record(
+            organisation=actor.organisation,
+            source="firewall",
+            decision=result["decision"],
+            verdict=result["verdict"],
+            session=str(call.get("session", "")),
+            agent=str(call.get("agent", "")),
+            tool=str(call.get("tool", "")),
+            stage=str(
+                call.get("stage", "") or ("egress" if call.get("destination") else "tool_call")
+            ),
+            reasons=result["reasons"],
+            rule=result["rule"] or "",
+            detail={
+                "policy": result["policy"],
+                "call": call,
+                "arguments_after": result["arguments"],
+                "shadow": result["shadow"],
+                "cap_cost_cents": result["cap_cost_cents"],
+                "errors": result["errors"],
+            },
+        )
+    return result

@@ -1,0 +1,21 @@
+"""Routes of the rule editor's pages under /firewall/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from firewall import views
+
+urlpatterns = [
+    path("", views.policy_list_page, name="firewall"),
+    path("import", views.policy_import_page, name="firewall-import"),
+    path("<int:policy_id>/", views.policy_page, name="firewall-policy"),
+    path("<int:policy_id>/settings", views.policy_settings, name="firewall-policy-settings"),
+    path("<int:policy_id>/delete", views.policy_delete, name="firewall-policy-delete"),
+    path("<int:policy_id>/presets", views.preset_apply, name="firewall-preset"),
+    path("<int:policy_id>/try", views.try_call, name="firewall-try"),
+    path("<int:policy_id>/rules/new", views.rule_new, name="firewall-rule-new"),
+    path("rules/<int:rule_id>/", views.rule_edit, name="firewall-rule"),
+    path("rules/<int:rule_id>/move", views.rule_move, name="firewall-rule-move"),
+    path("rules/<int:rule_id>/delete", views.rule_delete, name="firewall-rule-delete"),
+]

@@ -1,0 +1,294 @@
+"""The rule editor's pages: policies, their rules in evaluation order, the rule form, try a call."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.access import actor_for_request, get_object_for_actor, require
+from firewall import engine, selectors, services
+from firewall.forms import CHOICES, RuleForm
+from firewall.models import Policy, Rule
+
+EXAMPLE_CALL = {
+    "tool": "shell.exec",
+    "skill": "community.tools",
+    "stage": "tool_call",
+    "arguments": {"command": "rm -rf /"},
+}
+
+
+def _errors(exc: ValidationError) -> dict[str, list[str]]:
+    if hasattr(exc, "error_dict"):
+        return {k: [str(m) for m in v] for k, v in exc.message_dict.items()}
+    return {"rule": list(exc.messages)}
+
+
+@require_http_methods(["GET", "POST"])
+def policy_list_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    errors: dict[str, list[str]] = {}
+    status = 200
+    if request.method == "POST":
+        require(actor, "firewall.write")
+        try:
+            policy = services.policy_create(
+                actor=actor,
+                name=request.POST.get("name", "").strip(),
+                default_verdict=request.POST.get("default_verdict", "allow"),
+            )
+        except ValidationError as exc:
+            errors, status = _errors(exc), 400
+        else:
+            return redirect("firewall-policy", policy_id=policy.pk)
+    return render(
+        request,
+        "firewall/policies.html",
+        {
+            "policies": selectors.policy_list(organisation=actor.organisation),
+            "errors": errors,
+            "default_verdicts": engine.DEFAULT_VERDICTS,
+            "import_errors": {},
+            "posted": request.POST,
+        },
+        status=status,
+    )
+
+
+@require_POST
+def policy_import_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    upload = request.FILES.get("file")
+    text = (
+        upload.read().decode("utf-8", errors="replace") if upload else request.POST.get("json", "")
+    )
+    source = upload.name if upload else "the pasted JSON"
+    import_errors: dict[str, list[str]] = {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        import_errors = {
+            "file": [
+                f"{source}: line {getattr(exc, 'lineno', '?')}, column "
+                f"{getattr(exc, 'colno', '?')}: {getattr(exc, 'msg', exc)}"
+            ]
+        }
+    else:
+        try:
+            policy = services.policy_import(
+                actor=actor, data=data, name=request.POST.get("name", "").strip() or None
+            )
+        except ValidationError as exc:
+            import_errors = _errors(exc)
+        else:
+            return redirect("firewall-policy", policy_id=policy.pk)
+    return render(
+        request,
+        "firewall/policies.html",
+        {
+            "policies": selectors.policy_list(organisation=actor.organisation),
+            "errors": {},
+            "default_verdicts": engine.DEFAULT_VERDICTS,
+            "import_errors": import_errors,
+            "posted": request.POST,
+        },
+        status=400,
+    )
+
+
+def _policy_context(actor, policy: Policy, **extra) -> dict:  # noqa: ANN001
+    rules = list(policy.rules.order_by("priority", "id"))
+    counts = selectors.match_counts(policy=policy)
+    for rule in rules:
+        rule.counts = counts.get(rule.pk, {})
+    return {
+        "policy": policy,
+        "rules": rules,
+        "actor": actor,
+        "presets": sorted(engine.PRESETS),
+        "levels": sorted(engine.AUTONOMY_LEVELS),
+        "default_verdicts": engine.DEFAULT_VERDICTS,
+        "call_text": json.dumps(EXAMPLE_CALL, indent=2),
+        "policy_errors": {},
+        **extra,
+    }
+
+
+@require_GET
+def policy_page(request: HttpRequest, policy_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    return render(request, "firewall/policy.html", _policy_context(actor, policy))
+
+
+@require_POST
+def policy_settings(request: HttpRequest, policy_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    data = {
+        "name": request.POST.get("name", "").strip(),
+        "default_verdict": request.POST.get("default_verdict", ""),
+        "active": request.POST.get("active") == "on" or policy.active,
+    }
+    try:
+        services.policy_update(actor=actor, policy=policy, data=data)
+    except ValidationError as exc:
+        policy.refresh_from_db()
+        return render(
+            request,
+            "firewall/policy.html",
+            _policy_context(actor, policy, policy_errors=_errors(exc)),
+            status=400,
+        )
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def policy_delete(request: HttpRequest, policy_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    services.policy_delete(actor=actor, policy=get_object_for_actor(Policy, actor, pk=policy_id))
+    return redirect("firewall")
+
+
+@require_POST
+def rule_move(request: HttpRequest, rule_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    rule = get_object_for_actor(Rule, actor, pk=rule_id)
+    services.rule_move(actor=actor, rule=rule, direction=request.POST.get("direction", ""))
+    policy = rule.policy
+    if request.htmx:
+        return render(request, "firewall/policy.html#rule-table", _policy_context(actor, policy))
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    rule = get_object_for_actor(Rule, actor, pk=rule_id)
+    policy = rule.policy
+    services.rule_delete(actor=actor, rule=rule)
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def preset_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    try:
+        services.preset_apply(actor=actor, policy=policy, preset=request.POST.get("preset", ""))
+    except ValidationError as exc:
+        return render(
+            request,
+            "firewall/policy.html",
+            _policy_context(actor, policy, policy_errors=_errors(exc)),
+            status=400,
+        )
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def try_call(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Decide a pasted call with this policy, as a dry run: nothing is recorded or counted."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    text = request.POST.get("call", "")
+    result, error = None, None
+    try:
+        call = json.loads(text)
+    except ValueError as exc:
+        error = f"call: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    else:
+        if not isinstance(call, dict):
+            error = "call: a call is a JSON object"
+        else:
+            result = services.firewall_evaluate(actor=actor, call=call, policy=policy, record=False)
+    context = _policy_context(actor, policy, call_text=text, result=result, call_error=error)
+    if request.htmx:
+        return render(request, "firewall/policy.html#try-result", context)
+    return render(request, "firewall/policy.html", context)
+
+
+def _rule_page(request, actor, policy, form: RuleForm, rule: Rule | None, status=200):  # noqa: ANN001, ANN202
+    field_errors = form.field_errors()
+    clauses = [
+        {**c, "errors": field_errors.get(f"args_match[{i}]", [])}
+        for i, c in enumerate(form.clauses)
+    ]
+    steps = [
+        {**s, "errors": field_errors.get(f"sequence.steps[{i}]", [])}
+        for i, s in enumerate(form.steps)
+    ]
+    context = {
+        "policy": policy,
+        "rule": rule,
+        "form": form,
+        "values": form.values,
+        "clauses": clauses,
+        "steps": steps,
+        "errors": form.errors,
+        "field_errors": field_errors,
+        "choices": CHOICES,
+        "action_url": reverse("firewall-rule", args=[rule.pk])
+        if rule
+        else reverse("firewall-rule-new", args=[policy.pk]),
+    }
+    if request.htmx:
+        return render(request, "firewall/rule.html#rule-form", context, status=status)
+    return render(request, "firewall/rule.html", context, status=status)
+
+
+def _rule_form_post(request, actor, policy, rule: Rule | None) -> HttpResponse:  # noqa: ANN001
+    form = RuleForm.from_post(request.POST)
+    if RuleForm.is_edit_only(request.POST):
+        return _rule_page(request, actor, policy, form, rule)
+    try:
+        if rule is None:
+            rule = services.rule_create(actor=actor, policy=policy, data=form.to_spec())
+        else:
+            rule = services.rule_update(actor=actor, rule=rule, data=form.to_spec())
+    except ValidationError as exc:
+        form.errors = _errors(exc)
+        return _rule_page(request, actor, policy, form, rule, status=400)
+    url = reverse("firewall-policy", args=[policy.pk])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@require_http_methods(["GET", "POST"])
+def rule_new(request: HttpRequest, policy_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    require(actor, "firewall.write")
+    if request.method == "POST":
+        return _rule_form_post(request, actor, policy, None)
+    form = RuleForm.from_spec({"verdict": "deny", "tool_name_glob": "", "enabled": True})
+    return _rule_page(request, actor, policy, form, None)
+
+
+@require_http_methods(["GET", "POST"])
+def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    rule = get_object_for_actor(Rule, actor, pk=rule_id)
+    if request.method == "POST":
+        require(actor, "firewall.write")
+        return _rule_form_post(request, actor, rule.policy, rule)
+    return _rule_page(request, actor, rule.policy, RuleForm.from_spec(rule.spec), rule)
