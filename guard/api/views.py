@@ -1,0 +1,165 @@
+"""The tool check's API: `POST /v1/sessions` and `POST /v1/sessions/{id}/check`, `/read`, `/record`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.access import actor_for_request, get_object_for_actor, require
+from console.api.views import ORG_PARAM
+from guard import approvals, services
+from guard.models import ApprovalRequest, GuardSession
+
+CHECK_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "context",
+    "token",
+    "checks",
+    "usage",
+    "compensation_of",
+    "plan",
+    "user",
+}
+RECORD_FIELDS = {"tool", "arguments", "origins", "labels", "result", "compensation_of", "plan"}
+
+
+def _body(request, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN001
+    data = request.data
+    if not isinstance(data, dict):
+        raise ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+    errors = {name: ["not a field here"] for name in sorted(set(data) - allowed)}
+    errors.update({name: ["this field is required"] for name in required if name not in data})
+    if errors:
+        raise ValidationError(errors)
+    return dict(data)
+
+
+def _session(request, session_id):  # noqa: ANN001, ANN202
+    actor = actor_for_request(request)
+    require(actor, "guard.check")
+    return actor, get_object_for_actor(GuardSession, actor, public_id=session_id)
+
+
+class SessionListView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request):  # noqa: ANN001, ANN201
+        """Open a session: `{"agent", "catalogue", "rulebook"}` (a record, or Colang text)."""
+        actor = actor_for_request(request)
+        require(actor, "guard.check")
+        data = _body(request, {"agent", "catalogue", "rulebook"}, ("agent", "catalogue"))
+        session = services.session_create(
+            actor=actor,
+            agent=data["agent"],
+            catalogue=data["catalogue"],
+            rulebook=data.get("rulebook"),
+        )
+        return Response(
+            {
+                "id": str(session.public_id),
+                "agent": session.agent,
+                "rulebook": bool(session.rulebook),
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class SessionCheckView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """Decide a call: `allow`, `confirm` or `refuse`, with reasons and detail."""
+        actor, session = _session(request, session_id)
+        data = _body(request, CHECK_FIELDS, ("tool",))
+        return Response(services.session_check(actor=actor, session=session, data=data))
+
+
+class SessionRecordView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """Append a call that ran, with its result, to the session's signed history."""
+        actor, session = _session(request, session_id)
+        data = _body(request, RECORD_FIELDS, ("tool",))
+        return Response(services.session_record(actor=actor, session=session, data=data))
+
+
+class SessionReadView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """Give the person's turn, which the checks of what was said read."""
+        actor, session = _session(request, session_id)
+        data = _body(request, {"turn"}, ("turn",))
+        return Response(services.session_read(actor=actor, session=session, turn=data["turn"]))
+
+
+def _approval_json(item: ApprovalRequest) -> dict[str, Any]:
+    return {
+        "id": str(item.public_id),
+        "status": item.status if item.status != "pending" or item.is_open else "expired",
+        "tool": item.tool,
+        "agent": item.agent,
+        "arguments": item.call.get("arguments", {}),
+        "origins": item.origins,
+        "reasons": item.reasons,
+        "rule": item.rule or None,
+        "session": str(item.session.public_id) if item.session else None,
+        "requested_by": item.requested_by,
+        "created_at": item.created_at.isoformat(),
+        "expires_at": item.expires_at.isoformat(),
+        "answered_by": item.answered_by or None,
+        "token": item.token or None,
+    }
+
+
+class ApprovalListView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request):  # noqa: ANN001, ANN201
+        """The open requests, oldest first (tokens are never listed here)."""
+        actor = actor_for_request(request)
+        require(actor, "approvals.read")
+        queue = approvals.approval_queue(organisation=actor.organisation)
+        return Response({"results": [{**_approval_json(i), "token": None} for i in queue]})
+
+
+class ApprovalDetailView(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request, approval_id):  # noqa: ANN001, ANN201
+        """A request's answer; once approved, the token the runtime checks the call again with."""
+        actor = actor_for_request(request)
+        require(actor, "guard.check")
+        item = get_object_for_actor(ApprovalRequest, actor, public_id=approval_id)
+        return Response(_approval_json(item))
+
+
+class ApprovalAnswerView(APIView):
+    action = "approve"
+
+    @extend_schema(parameters=[ORG_PARAM], request=None, responses=OpenApiTypes.OBJECT)
+    def post(self, request, approval_id):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "approvals.answer")
+        item = get_object_for_actor(ApprovalRequest, actor, public_id=approval_id)
+        answer = approvals.approval_grant if self.action == "approve" else approvals.approval_deny
+        try:
+            item = answer(actor=actor, request=item)
+        except approvals.AlreadyAnswered as exc:
+            return Response({"detail": "; ".join(exc.messages)}, status=status.HTTP_409_CONFLICT)
+        return Response({**_approval_json(item), "token": None})
+
+
+class ApprovalDenyView(ApprovalAnswerView):
+    action = "deny"

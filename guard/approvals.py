@@ -1,0 +1,174 @@
+"""Approvals: a `confirm` becomes a request people answer; approving signs a token for that call.
+
+A request is answered once: the first approve or deny wins under a row lock, so a second click
+(by anyone) changes nothing. Nobody answers a call they asked for, a request past its time
+expires, and every answer writes an audit row and an event in its transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from console.access import Actor, require
+from console.models import OrganisationSettings
+from console.services import audit_record, event_record
+from guard.models import ApprovalRequest, GuardSession
+
+
+class AlreadyAnswered(ValidationError):
+    """The request was answered (or expired) before this answer."""
+
+
+def _timeout(organisation_id: int) -> dt.timedelta:
+    minutes = (
+        OrganisationSettings.objects.filter(organisation_id=organisation_id)
+        .values_list("approval_timeout_minutes", flat=True)
+        .first()
+    )
+    return dt.timedelta(minutes=minutes or 15)
+
+
+def approval_request_create(
+    *,
+    actor: Actor,
+    session: GuardSession,
+    call: dict[str, Any],
+    decision: dict[str, Any],
+    requested_for: str = "",
+) -> ApprovalRequest:
+    """Put a confirmed call in the approvers' queue (inside the check's transaction)."""
+    history = session.history if isinstance(session.history, dict) else {}
+    return ApprovalRequest.objects.create(
+        organisation=actor.organisation,
+        session=session,
+        agent=session.agent,
+        tool=str(call.get("tool", "")),
+        call=call,
+        origins=dict(call.get("origins") or {}),
+        reasons=list(decision.get("reasons", [])),
+        rule=decision.get("rule") or "",
+        detail=dict(decision.get("detail") or {}),
+        history_at=len(history.get("entries", [])),
+        requested_by=actor.label,
+        requested_by_id=actor.user_id,
+        requested_for=requested_for[:150],
+        expires_at=timezone.now() + _timeout(actor.organisation.pk),
+    )
+
+
+def firewall_request_create(*, actor: Actor, call: dict[str, Any], decision: dict[str, Any]
+                            ) -> ApprovalRequest:
+    """Put a call the firewall holds for a person (`require_approval`) in the approvers' queue."""
+    return ApprovalRequest.objects.create(
+        organisation=actor.organisation, source="firewall",
+        agent=str(call.get("agent", "")), tool=str(call.get("tool", "")), call=call,
+        origins=dict(call.get("origins") or {}), reasons=list(decision.get("reasons", [])),
+        rule=decision.get("rule") or "", detail={"policy": decision.get("policy")},
+        requested_by=actor.label, requested_by_id=actor.user_id,
+        requested_for=str(call.get("user", ""))[:150],
+        expires_at=timezone.now() + _timeout(actor.organisation.pk),
+    )
+
+
+def _own(actor: Actor, request: ApprovalRequest) -> bool:
+    if actor.user_id is not None and actor.user_id == request.requested_by_id:
+        return True
+    username = actor.label.removeprefix("user:")
+    return bool(request.requested_for) and username == request.requested_for
+
+
+def _locked(actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
+    require(actor, "approvals.answer")
+    request = ApprovalRequest.objects.select_for_update().get(pk=request.pk)
+    if _own(actor, request):
+        raise PermissionDenied("nobody approves or denies a call they asked for")
+    if request.status == ApprovalRequest.Status.EXPIRED:
+        raise AlreadyAnswered("this request expired before it was answered")
+    if request.status != ApprovalRequest.Status.PENDING:
+        raise AlreadyAnswered(f"this request was already {request.status}")
+    return request
+
+
+def _expire_if_due(request: ApprovalRequest) -> None:
+    """Mark the request expired when its time is up (committed even though the answer fails)."""
+    ApprovalRequest.objects.filter(
+        pk=request.pk, status=ApprovalRequest.Status.PENDING, expires_at__lte=timezone.now()
+    ).update(status=ApprovalRequest.Status.EXPIRED)
+
+
+def _answered(actor: Actor, request: ApprovalRequest, status: str, decision: str) -> None:
+    request.status = status
+    request.answered_by = actor.label
+    request.answered_at = timezone.now()
+    request.save(update_fields=["status", "answered_by", "answered_at", "token"])
+    changes = {
+        "status": {"old": "pending", "new": status},
+        "tool": {"old": None, "new": request.tool},
+    }
+    if request.token:
+        changes["token"] = {"redacted": True}
+    audit_record(
+        actor=actor,
+        action=f"approval.{status}",
+        object_type="approval_request",
+        object_id=request.pk,
+        changes=changes,
+    )
+    event_record(
+        organisation=actor.organisation,
+        source="approval",
+        decision=decision,
+        session=str(request.session.public_id) if request.session else "",
+        agent=request.agent,
+        tool=request.tool,
+        stage="tool_call",
+        reasons=["confirmed" if status == "approved" else "confirmation_denied"],
+        rule=request.rule,
+        detail={"approval": str(request.public_id), "by": actor.label},
+    )
+
+
+def approval_grant(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
+    """Approve: sign the token that covers exactly the call, at the session's current point."""
+    from guard.services import _tool_check
+
+    _expire_if_due(request)
+    with transaction.atomic():
+        request = _locked(actor, request)
+        if request.source == "firewall":
+            from firewall.approvals import issue_token
+
+            request.token = issue_token(request.organisation_id, request.call,
+                                        expires=request.expires_at)
+        else:
+            session = GuardSession.objects.select_for_update().get(pk=request.session_id)
+            request.token = _tool_check(session).issue_token(request.call, session=session.history)
+        _answered(actor, request, ApprovalRequest.Status.APPROVED, "allow")
+    return request
+
+
+def approval_deny(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
+    """Deny: nothing runs, and the denial counts as `confirmation_denied`."""
+    _expire_if_due(request)
+    with transaction.atomic():
+        request = _locked(actor, request)
+        _answered(actor, request, ApprovalRequest.Status.DENIED, "refuse")
+    return request
+
+
+def approval_queue(*, organisation) -> list[ApprovalRequest]:  # noqa: ANN001
+    """The open requests, oldest first; requests past their time are marked expired on the way."""
+    now = timezone.now()
+    ApprovalRequest.objects.filter(
+        organisation=organisation, status="pending", expires_at__lte=now
+    ).update(status="expired")
+    return list(
+        ApprovalRequest.objects.filter(organisation=organisation, status="pending")
+        .select_related("session")
+        .order_by("created_at")
+    )

@@ -1,0 +1,95 @@
+"""The approvals page: a live queue of confirm prompts, each answered with one click and a check."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from console.access import actor_for_request, get_object_for_actor, require
+from guard import approvals
+from guard.models import ApprovalRequest
+
+ORIGINS = {
+    "typed": "typed by the person",
+    "tool": "returned by a tool",
+    "model": "written by the model",
+}
+
+
+def _card(request: ApprovalRequest) -> dict:
+    arguments = request.call.get("arguments") or {}
+    entries = (request.session.history.get("entries", []) if request.session else [])[-5:]
+    return {
+        "request": request,
+        "arguments": [
+            {
+                "name": name,
+                "value": value,
+                "origin": request.origins.get(name, ""),
+                "origin_text": ORIGINS.get(request.origins.get(name, ""), "origin not given"),
+            }
+            for name, value in sorted(arguments.items())
+        ],
+        "history": [
+            {
+                "index": e.get("index"),
+                "tool": e.get("content", {}).get("tool"),
+                "arguments": e.get("content", {}).get("arguments"),
+            }
+            for e in entries
+        ],
+        "summary": ", ".join(f"{k}={v!r}" for k, v in sorted(arguments.items())),
+    }
+
+
+def _context(actor) -> dict:  # noqa: ANN001
+    queue = approvals.approval_queue(organisation=actor.organisation)
+    answered = (
+        ApprovalRequest.objects.filter(organisation=actor.organisation)
+        .exclude(status="pending")
+        .order_by("-answered_at", "-created_at")[:20]
+    )
+    return {
+        "cards": [_card(r) for r in queue],
+        "answered": answered,
+        "can_answer": actor.can("approvals.answer"),
+    }
+
+
+@require_GET
+def approvals_page(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "approvals.read")
+    if request.htmx:
+        return render(request, "guard/approvals.html#queue", _context(actor))
+    return render(request, "guard/approvals.html", _context(actor))
+
+
+def _answer(request: HttpRequest, approval_id, action) -> HttpResponse:  # noqa: ANN001
+    actor = actor_for_request(request)
+    require(actor, "approvals.answer")
+    item = get_object_for_actor(ApprovalRequest, actor, public_id=approval_id)
+    try:
+        action(actor=actor, request=item)
+    except approvals.AlreadyAnswered as exc:
+        messages.warning(request, "; ".join(exc.messages))
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+        return render(request, "guard/approvals.html", _context(actor), status=403)
+    else:
+        verb = "approved" if action is approvals.approval_grant else "denied"
+        messages.success(request, f"{item.tool} {verb}")
+    return redirect("approvals")
+
+
+@require_POST
+def approve(request: HttpRequest, approval_id) -> HttpResponse:  # noqa: ANN001
+    return _answer(request, approval_id, approvals.approval_grant)
+
+
+@require_POST
+def deny(request: HttpRequest, approval_id) -> HttpResponse:  # noqa: ANN001
+    return _answer(request, approval_id, approvals.approval_deny)

@@ -1,0 +1,77 @@
+"""`stalwart check`: one tool call decided by the tool check, in this process, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from stalwart_agents.cli import EXIT_FINDINGS, EXIT_OK, InputError, _write_json, read_json
+
+NAME = "check"
+HELP = "decide one tool call with an agent's catalogue and rulebook"
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    from guard import engine
+    from rulebooks import compiler
+    from stalwart_agents.agent import Agent, AgentFileError
+
+    try:
+        agent = Agent.from_file(args.agent)
+    except (AgentFileError, compiler.RulebookError) as exc:
+        raise InputError(str(exc)) from exc
+    names = agent.agents
+    name = args.agent_name or (names[0] if len(names) == 1 else None)
+    if name is None:
+        raise InputError(
+            f"`{args.agent}` has several agents ({', '.join(names)}): name one with --agent-name"
+        )
+    if name not in names:
+        raise InputError(f"`{name}` is not an agent of `{args.agent}` ({', '.join(names)})")
+    call = read_json(args.call)
+    if not isinstance(call, dict):
+        raise InputError(f"`{args.call}` must hold a call: a JSON object with `tool`")
+    context = read_json(args.context) if args.context else None
+    if context is not None and not isinstance(context, dict):
+        raise InputError(f"`{args.context}` must hold the facts: a JSON object of names")
+    key = os.environ.get("STALWART_HISTORY_KEY", "") or "stalwart-cli-" + os.urandom(16).hex()
+    try:
+        check = engine.ToolCheck(agent.catalogue(), key=key, rulebook=agent.rules().record)
+    except engine.GuardError as exc:
+        raise InputError(str(exc)) from exc
+    history = check.new_history("cli")
+    if args.history:
+        past = read_json(args.history)
+        if isinstance(past, list):
+            # The calls that ran, in order, as the host recorded them: signed here.
+            for index, entry in enumerate(past):
+                if not isinstance(entry, dict) or "tool" not in entry:
+                    raise InputError(
+                        f"`{args.history}`[{index}]: an entry is `{{tool, arguments, result}}`"
+                    )
+                done = {"agent": name, **{k: v for k, v in entry.items() if k != "result"}}
+                try:
+                    check.record(history, done, entry.get("result"))
+                except (engine.GuardError, engine.MalformedCall) as exc:
+                    raise InputError(f"`{args.history}`[{index}]: {exc}") from exc
+        else:
+            history = past  # a signed history: verified with STALWART_HISTORY_KEY by the check
+    call.setdefault("agent", name)
+    decision = check.check(call, session=history, context=context)
+    _write_json(decision.to_dict(), sys.stdout)
+    return EXIT_OK if decision.decision != "refuse" else EXIT_FINDINGS
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", required=True, help="the agent.yaml")
+    parser.add_argument("--agent-name", help="the agent of the file that makes the call")
+    parser.add_argument("--call", required=True, help="the call's JSON file (`-` for stdin)")
+    parser.add_argument(
+        "--history",
+        help="the calls that ran before, as a JSON list, or a signed "
+        "history (verified with STALWART_HISTORY_KEY)",
+    )
+    parser.add_argument("--context", help="the facts, as a JSON object of names")
+    parser.set_defaults(handler=_run)
