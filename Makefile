@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-12)
 
-.PHONY: run test install lint check-deploy test-sqlite test-postgres bench mutation clean
+.PHONY: run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +14,11 @@ $(STAMP):
 	$(PY) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
+
+# NeMo Guardrails' own Colang parsers, the oracle of the rulebook compiler's differential test,
+# live in a virtual environment of their own (tests/rulebooks/nemo/); setup_env.sh is idempotent.
+nemo-env:
+	PYTHON=$(PYTHON) sh tests/rulebooks/nemo/setup_env.sh
 
 install: $(STAMP)
 
@@ -39,10 +44,13 @@ test-sqlite: install
 test-postgres: install
 	DATABASE_URL=$${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/stalwart} $(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint check-deploy test-sqlite test-postgres
+test: nemo-env lint check-deploy test-sqlite test-postgres
 
 bench: install
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks.firewall
+	$(PY) -m benchmarks.sequences
+	$(PY) -m benchmarks.rulebooks
+	$(PY) -m benchmarks.toolcheck
 
 mutation: install
 	bash scripts/mutation.sh
