@@ -22,14 +22,22 @@ from guard.engine import canonical_json
 
 
 def _key(organisation_id: int) -> bytes:
-    return hmac.new(settings.SECRET_KEY.encode(), f"stalwart-firewall:{organisation_id}".encode(),
-                    hashlib.sha256).digest()
+    return hmac.new(
+        settings.SECRET_KEY.encode(),
+        f"stalwart-firewall:{organisation_id}".encode(),
+        hashlib.sha256,
+    ).digest()
 
 
 def _covers(organisation_id: int, call: dict[str, Any]) -> dict[str, Any]:
     arguments = hashlib.sha256(canonical_json(call.get("arguments") or {}).encode()).hexdigest()
-    return {"o": organisation_id, "g": str(call.get("agent", "")),
-            "s": str(call.get("session", "")), "t": str(call.get("tool", "")), "a": arguments}
+    return {
+        "o": organisation_id,
+        "g": str(call.get("agent", "")),
+        "s": str(call.get("session", "")),
+        "t": str(call.get("tool", "")),
+        "a": arguments,
+    }
 
 
 def issue_token(organisation_id: int, call: dict[str, Any], *, expires: dt.datetime) -> str:

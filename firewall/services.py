@@ -372,8 +372,9 @@ def _controls(actor: Actor, call: dict[str, Any], result: dict[str, Any]) -> dic
     return result
 
 
-def _approved(actor: Actor, call: dict[str, Any], token: str | None,
-              result: dict[str, Any]) -> dict[str, Any]:
+def _approved(
+    actor: Actor, call: dict[str, Any], token: str | None, result: dict[str, Any]
+) -> dict[str, Any]:
     """A call held for a person runs with the token their approval signed, and only that call."""
     if token is None:
         return result
@@ -384,8 +385,12 @@ def _approved(actor: Actor, call: dict[str, Any], token: str | None,
         return {**_refusal(call, problem), "policy": result.get("policy")}
     if result["verdict"] != "require_approval":
         return result
-    return {**result, "verdict": "allow", "decision": "allow",
-            "reasons": [*result["reasons"], "confirmed"]}
+    return {
+        **result,
+        "verdict": "allow",
+        "decision": "allow",
+        "reasons": [*result["reasons"], "confirmed"],
+    }
 
 
 @transaction.atomic

@@ -61,15 +61,22 @@ def approval_request_create(
     )
 
 
-def firewall_request_create(*, actor: Actor, call: dict[str, Any], decision: dict[str, Any]
-                            ) -> ApprovalRequest:
+def firewall_request_create(
+    *, actor: Actor, call: dict[str, Any], decision: dict[str, Any]
+) -> ApprovalRequest:
     """Put a call the firewall holds for a person (`require_approval`) in the approvers' queue."""
     return ApprovalRequest.objects.create(
-        organisation=actor.organisation, source="firewall",
-        agent=str(call.get("agent", "")), tool=str(call.get("tool", "")), call=call,
-        origins=dict(call.get("origins") or {}), reasons=list(decision.get("reasons", [])),
-        rule=decision.get("rule") or "", detail={"policy": decision.get("policy")},
-        requested_by=actor.label, requested_by_id=actor.user_id,
+        organisation=actor.organisation,
+        source="firewall",
+        agent=str(call.get("agent", "")),
+        tool=str(call.get("tool", "")),
+        call=call,
+        origins=dict(call.get("origins") or {}),
+        reasons=list(decision.get("reasons", [])),
+        rule=decision.get("rule") or "",
+        detail={"policy": decision.get("policy")},
+        requested_by=actor.label,
+        requested_by_id=actor.user_id,
         requested_for=str(call.get("user", ""))[:150],
         expires_at=timezone.now() + _timeout(actor.organisation.pk),
     )
@@ -143,8 +150,9 @@ def approval_grant(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest
         if request.source == "firewall":
             from firewall.approvals import issue_token
 
-            request.token = issue_token(request.organisation_id, request.call,
-                                        expires=request.expires_at)
+            request.token = issue_token(
+                request.organisation_id, request.call, expires=request.expires_at
+            )
         else:
             session = GuardSession.objects.select_for_update().get(pk=request.session_id)
             request.token = _tool_check(session).issue_token(request.call, session=session.history)

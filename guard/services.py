@@ -131,18 +131,28 @@ def _call(session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     return call
 
 
-def _controls(actor: Actor, session: GuardSession, check: engine.ToolCheck,
-              call: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+def _controls(
+    actor: Actor,
+    session: GuardSession,
+    check: engine.ToolCheck,
+    call: dict[str, Any],
+    result: dict[str, Any],
+) -> dict[str, Any]:
     """What sequence alerts switched on, applied after the check: they only make it stricter."""
     tool = str(call.get("tool") or "")
     key = {"organisation": actor.organisation, "agent": session.agent}
     if ToolSwitch.objects.filter(**key, tool=tool, enabled_at=None).exists():
-        return {"decision": "refuse", "reasons": ["tool_disabled"],
-                "detail": {"tool": tool}, "rule": None}
+        return {
+            "decision": "refuse",
+            "reasons": ["tool_disabled"],
+            "detail": {"tool": tool},
+            "rule": None,
+        }
     known = check.catalogue.tools.get(tool)
     writes = known is None or known.kind != "read"
-    held = SessionHold.objects.filter(**key, session=str(session.public_id),
-                                      released_at=None).exists()
+    held = SessionHold.objects.filter(
+        **key, session=str(session.public_id), released_at=None
+    ).exists()
     if held and writes and result["decision"] == "allow" and "confirmed" not in result["reasons"]:
         return {**result, "decision": "confirm", "reasons": [*result["reasons"], "session_held"]}
     return result

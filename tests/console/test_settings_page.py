@@ -100,4 +100,6 @@ def test_a_timeout_out_of_range_is_refused(admin, organisation, client_for):
     response = client_for(admin).put_json("/v1/settings", {"approval_timeout_minutes": 0})
     assert response.status_code == 400
     assert "approval_timeout_minutes" in response.json()
-    assert OrganisationSettings.objects.get(organisation=organisation).approval_timeout_minutes == 15
+    assert (
+        OrganisationSettings.objects.get(organisation=organisation).approval_timeout_minutes == 15
+    )

@@ -162,20 +162,39 @@ def test_the_sdk_waits_for_the_answer_and_checks_again_with_the_token(
 
 def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver, client_for):
     client = client_for(editor)
-    _post(client, "/v1/firewall/policies", {
-        "name": "p", "default_verdict": "allow",
-        "rules": [{"priority": 1, "name": "wires need a person", "tool_name_glob": "bank.*",
-                   "verdict": "require_approval"}]})
-    call = {"tool": "bank.wire", "agent": "desk", "session": "s9",
-            "arguments": {"to": "DE00", "amount": 900}}
+    _post(
+        client,
+        "/v1/firewall/policies",
+        {
+            "name": "p",
+            "default_verdict": "allow",
+            "rules": [
+                {
+                    "priority": 1,
+                    "name": "wires need a person",
+                    "tool_name_glob": "bank.*",
+                    "verdict": "require_approval",
+                }
+            ],
+        },
+    )
+    call = {
+        "tool": "bank.wire",
+        "agent": "desk",
+        "session": "s9",
+        "arguments": {"to": "DE00", "amount": 900},
+    }
     held = _post(client, "/v1/firewall/evaluate", call).json()
     assert (held["decision"], held["verdict"]) == ("confirm", "require_approval")
     assert client_for(approver).post(f"/v1/approvals/{held['approval']}/approve").status_code == 200
     token = client.get(f"/v1/approvals/{held['approval']}").json()["token"]
     ran = _post(client, "/v1/firewall/evaluate", {**call, "token": token}).json()
     assert (ran["decision"], ran["reasons"][-1]) == ("allow", "confirmed")
-    other = _post(client, "/v1/firewall/evaluate", {
-        **call, "arguments": {"to": "DE00", "amount": 9000}, "token": token}).json()
+    other = _post(
+        client,
+        "/v1/firewall/evaluate",
+        {**call, "arguments": {"to": "DE00", "amount": 9000}, "token": token},
+    ).json()
     assert (other["decision"], other["reasons"]) == ("refuse", ["token_mismatch"])
     forged = _post(client, "/v1/firewall/evaluate", {**call, "token": token[:-2] + "00"}).json()
     assert forged["reasons"] == ["token_invalid"]

@@ -214,18 +214,21 @@ def test_an_unreachable_console_raises_and_no_call_is_made(shop):
         client.session("billing", catalogue=shop[0], rulebook=shop[1])
 
 
-def test_holds_and_switches_from_sequence_alerts_apply_to_the_tool_check(shop, editor,
-                                                                         organisation, client_for):
+def test_holds_and_switches_from_sequence_alerts_apply_to_the_tool_check(
+    shop, editor, organisation, client_for
+):
     from console.models import SessionHold, ToolSwitch
 
     client = client_for(editor)
     session = _open(client, shop, agent="desk")
     read = {"tool": "get_order", "arguments": {"order_id": "4411"}}
     assert _post(client, f"/v1/sessions/{session}/check", read).json()["decision"] == "allow"
-    SessionHold.objects.create(organisation=organisation, agent="desk", session=session,
-                               reason="test")
+    SessionHold.objects.create(
+        organisation=organisation, agent="desk", session=session, reason="test"
+    )
     assert _post(client, f"/v1/sessions/{session}/check", read).json()["decision"] == "allow"
-    ToolSwitch.objects.create(organisation=organisation, agent="desk", tool="get_order",
-                              reason="test")
+    ToolSwitch.objects.create(
+        organisation=organisation, agent="desk", tool="get_order", reason="test"
+    )
     body = _post(client, f"/v1/sessions/{session}/check", read).json()
     assert (body["decision"], body["reasons"]) == ("refuse", ["tool_disabled"])
