@@ -34,7 +34,9 @@ def _policy_summary(policy: Policy) -> dict[str, Any]:
 
 
 class PolicyListView(APIView):
-    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="firewall_policies_list", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
         require(actor, "firewall.read")

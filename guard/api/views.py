@@ -126,7 +126,9 @@ def _approval_json(item: ApprovalRequest) -> dict[str, Any]:
 
 
 class ApprovalListView(APIView):
-    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="approvals_list", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request):  # noqa: ANN001, ANN201
         """The open requests, oldest first (tokens are never listed here)."""
         actor = actor_for_request(request)
