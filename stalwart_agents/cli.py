@@ -172,6 +172,7 @@ GROUPS: tuple[CommandGroup, ...] = (
 GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_rules",
     "stalwart_agents.cli_check",
+    "stalwart_agents.cli_plan",
 )
 
 

@@ -1,0 +1,1 @@
+"""Benchmark of the router: turns read into plans per second, with a 200-tool catalogue."""

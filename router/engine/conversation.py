@@ -1,0 +1,391 @@
+"""A conversation, end to end: turns in, plans, guarded tool steps, template replies out.
+
+`Conversation.say(turn)` plans the turn with the router and carries the plan out:
+
+- `tool` -- the call goes to the tool check; allowed, the executor runs it and the result is
+  recorded in the signed history; held for a person, the person is asked (their "yes" is turned
+  into a confirmation token and the call checked again with it); refused, nothing runs;
+- `confirm` -- checked first (a refusal never reaches the person); then the one question asked is
+  the confirmation; "yes" runs exactly that call, "no" drops it;
+- `chain` and `calculation` -- the reads of each round are checked and run, their results fed back
+  to the router (at most `max_rounds` rounds), and the plan they make is carried out in turn; a
+  calculation then has the agent's model write the function and the sandbox run it;
+- `ask`, `declined`, `unread` -- the fixed question, refusal or answer; `unread` with
+  `action: model` sends the turn to the model, whose every call is checked like any other
+  (values' origin `model`), and `action: ask` first asks the person whether the model may have it.
+
+No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
+With no model adapter, such a turn is refused, never run unchecked. The executor is the host's
+function `executor(tool, arguments) -> result`; an executor that raises leaves nothing recorded
+and says the step failed. Replies come from `phrases` (overridable by key).
+
+`model_free(...)` says whether an agent's settings let a conversation run with no model at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from guard.engine import ToolCheck
+from guard.engine.catalogue import Catalogue
+from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
+
+from . import plan as plans
+from .errors import ModelUnavailable, RouterError
+from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest
+from .phrases import Phrases
+from .plan import Plan
+from .router import Router
+from .said import said_checks
+from .text import fold
+
+Executor = Callable[[str, Mapping[str, Any]], Any]
+Sandbox = Callable[[str, Any], Any]
+
+
+@dataclass
+class Reply:
+    """What one turn did: the text said, the plan, every check and every call that ran."""
+
+    text: str
+    plan: Plan | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    ran: list[dict[str, Any]] = field(default_factory=list)
+    waiting: str | None = None
+    model_called: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "plan": self.plan.to_dict() if self.plan is not None else None,
+            "checks": self.checks,
+            "ran": self.ran,
+            "waiting": self.waiting,
+            "model_called": self.model_called,
+        }
+
+
+def _summary(result: Any, phrases: Phrases) -> str:
+    if isinstance(result, Mapping):
+        return ", ".join(f"{k} {phrases.value(v)}" for k, v in result.items()) or "{}"
+    if isinstance(result, (list, tuple)):
+        shown = [_summary(item, phrases) for item in result[:5]]
+        more = f" (+{len(result) - 5})" if len(result) > 5 else ""
+        return f"{len(result)}: " + "; ".join(shown) + more if shown else "0"
+    return phrases.value(result)
+
+
+def model_free(
+    catalogue: Catalogue,
+    *,
+    agent: str | None = None,
+    on_unread: str | None = None,
+    composer: str | None = "extract",
+    replies: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """What stops an agent from running with no model at all (an empty list: nothing does).
+
+    No model is ever called when: the agents name no model; `on_unread` is `refuse`, or `answer`
+    with the `extract` composer; no agent hands off to another; replies are template phrasings.
+    """
+    problems = []
+    agents = [catalogue.agents[agent]] if agent else list(catalogue.agents.values())
+    for item in agents:
+        if item.model:
+            problems.append(f"agent `{item.name}` names the model `{item.model}`")
+        if item.hands_off_to:
+            problems.append(f"agent `{item.name}` hands off to {', '.join(item.hands_off_to)}")
+        setting = item.on_unread or on_unread or plans.REFUSE
+        if setting not in (plans.REFUSE, plans.ANSWER):
+            problems.append(f"agent `{item.name}` sends unread turns to a model ({setting})")
+        elif setting == plans.ANSWER and composer != "extract":
+            problems.append(f"agent `{item.name}` answers with the composer `{composer}`")
+    if replies is not None and replies.get("composer", "template") != "template":
+        problems.append(f"replies are composed by `{replies.get('composer')}`, not templates")
+    return problems
+
+
+class Conversation:
+    """One conversation with one agent (see the module docstring).
+
+    `router` reads the turns; the tool check is `check`, or one built here from the router's
+    catalogue and rulebook with `key` and `settings`, with the checks of what was said plugged in
+    (reading this conversation's turns, in `said_modes`); `executor` runs an allowed call;
+    `model` is the agent's model adapter, if it has one; `organisation_on_unread` is the
+    organisation's setting (or a function giving it), taken at the first turn; `sandbox` runs a
+    calculation's function; `context` the facts the application reports.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        *,
+        executor: Executor,
+        check: ToolCheck | None = None,
+        key: bytes | str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        said_modes: Mapping[str, str] | None = None,
+        model: ModelAdapter | None = None,
+        organisation_on_unread: str | Callable[[], str | None] | None = None,
+        sandbox: Sandbox | None = None,
+        context: Any = None,
+        replies: Mapping[str, str] | None = None,
+        session: str = "conversation",
+        max_rounds: int = 4,
+    ) -> None:
+        self.router = router
+        self.executor = executor
+        self.turns: list[str] = []
+        if check is None:
+            if key is None:
+                raise RouterError("a conversation needs a tool check, or a key to build one")
+            check = ToolCheck(
+                router.catalogue,
+                key=key,
+                rulebook=router.rulebook,
+                settings=settings,
+                post_checks=said_checks(router, turns=lambda: self.turns, modes=said_modes),
+            )
+        self.check = check
+        self.history = check.new_history(session)
+        self.model = model
+        self.sandbox = sandbox
+        self.context = context
+        self.phrases = Phrases(router.language, replies)
+        self.max_rounds = max_rounds
+        self._organisation = organisation_on_unread
+        self._on_unread: str | None = None
+        self.plans: list[Plan] = []
+        self._asked_again = False
+        self._pending_call: dict[str, Any] | None = None
+        self._pending_model_turn: str | None = None
+
+    # -- one turn ------------------------------------------------------------------------------
+
+    def say(self, turn: str) -> Reply:
+        """Take one turn of the person and answer it."""
+        if self._on_unread is None:
+            setting = self._organisation() if callable(self._organisation) else self._organisation
+            self._on_unread = setting or plans.REFUSE
+        self.turns.append(turn)
+        answer = self._yes_no(turn)
+        if self._pending_call is not None:
+            call, self._pending_call = self._pending_call, None
+            if answer == "yes":
+                return self._run_confirmed(call)
+            if answer == "no":
+                return Reply(self.phrases("cancelled", action=self._action(call["tool"])))
+        if self._pending_model_turn is not None:
+            pending, self._pending_model_turn = self._pending_model_turn, None
+            if answer == "yes":
+                return self._to_model(pending)
+            if answer == "no":
+                return Reply(self.phrases("model_refused"))
+        plan = self.router.plan(
+            turn,
+            history=self.plans,
+            results=self.history,
+            asked_again=self._asked_again,
+            context=self.context,
+            on_unread=self._on_unread,
+        )
+        reply = self._carry_out(plan, turn, rounds=0)
+        return reply
+
+    def _yes_no(self, turn: str) -> str | None:
+        lex = self.router.lexicon
+        text = " ".join(fold(turn).replace(",", " ").replace(".", " ").replace("!", " ").split())
+        if text in lex.yes:
+            return "yes"
+        if text in lex.no:
+            return "no"
+        return None
+
+    def _action(self, tool: str) -> str:
+        return self.phrases("run", tool=tool)
+
+    def _carry_out(self, plan: Plan, turn: str, *, rounds: int) -> Reply:
+        self.plans.append(plan)
+        self._asked_again = plan.kind == plans.UNREAD and plan.action == plans.SAY_AGAIN
+        kind = plan.kind
+        if kind in (plans.ASK, plans.DECLINED):
+            return Reply(plan.question or "", plan)
+        if kind == plans.UNREAD:
+            return self._unread(plan, turn)
+        if kind in (plans.CHAIN, plans.CALCULATION) and plan.steps:
+            if rounds >= self.max_rounds:
+                return Reply(self.phrases("unread_refused"), plan)
+            reply = Reply("", plan)
+            for step in plan.steps:
+                ok = self._run(dict(step), reply, origins=None)
+                if not ok:
+                    return reply
+            again = self.router.plan(
+                turn,
+                history=self.plans[:-1],
+                results=self.history,
+                context=self.context,
+                on_unread=self._on_unread,
+            )
+            follow = self._carry_out(again, turn, rounds=rounds + 1)
+            follow.checks[:0] = reply.checks
+            follow.ran[:0] = reply.ran
+            return follow
+        if kind == plans.CALCULATION:
+            return self._calculate(plan)
+        assert plan.call is not None
+        call = dict(plan.call)
+        reply = Reply("", plan)
+        decision = self._decide(call, reply)
+        if decision.decision == REFUSE:
+            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            return reply
+        if decision.decision == CONFIRM:
+            self._pending_call = call
+            reply.waiting = "confirm"
+            reply.text = plan.question or self.phrases(
+                "confirm",
+                action=self._action(call["tool"]),
+                arguments=self.phrases.arguments(call.get("arguments") or {}, plan.said),
+            )
+            return reply
+        self._execute(call, reply)
+        return reply
+
+    # -- the guarded tool step -----------------------------------------------------------------
+
+    def _decide(self, call: Mapping[str, Any], reply: Reply, token: str | None = None) -> Decision:
+        decision = self.check.check(call, session=self.history, context=self.context, token=token)
+        reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
+        return decision
+
+    def _execute(self, call: Mapping[str, Any], reply: Reply) -> bool:
+        tool = call["tool"]
+        try:
+            result = self.executor(tool, dict(call.get("arguments") or {}))
+        except Exception as error:  # noqa: BLE001 - the host's tool failed: say so, record nothing
+            reply.text = self.phrases("failed", action=self._action(tool), error=str(error))
+            return False
+        self.check.record(self.history, call, result)
+        reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
+                          "result": result})  # fmt: skip
+        profile = self.router.profiles.get(tool)
+        key = "done" if profile is not None and profile.write else "result"
+        reply.text = self.phrases(key, action=tool, result=_summary(result, self.phrases))
+        return True
+
+    def _run(self, call: dict[str, Any], reply: Reply, origins: Mapping[str, str] | None) -> bool:
+        if origins is not None:
+            call["origins"] = dict(origins)
+        decision = self._decide(call, reply)
+        if decision.decision != ALLOW:
+            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            return False
+        return self._execute(call, reply)
+
+    def _run_confirmed(self, call: Mapping[str, Any]) -> Reply:
+        reply = Reply("")
+        token = self.check.issue_token(call, session=self.history)
+        decision = self._decide(call, reply, token=token)
+        if decision.decision != ALLOW:
+            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            return reply
+        self._execute(call, reply)
+        return reply
+
+    # -- unread turns, models and calculations -------------------------------------------------
+
+    def _unread(self, plan: Plan, turn: str) -> Reply:
+        if plan.action == plans.MODEL:
+            return self._to_model(turn, plan)
+        if plan.action == plans.ASK_MODEL:
+            self._pending_model_turn = turn
+            return Reply(plan.question or self.phrases("ask_model"), plan, waiting="ask_model")
+        return Reply(plan.question or self.phrases("unread_refused"), plan)
+
+    def _to_model(self, turn: str, plan: Plan | None = None) -> Reply:
+        reply = Reply("", plan, model_called=self.model is not None)
+        if self.model is None:
+            reply.text = self.phrases("unread_refused")
+            return reply
+        request = ModelRequest(
+            TURN,
+            turn,
+            self.router.language,
+            tools=tuple(sorted(self.router.reachable)),
+            history=tuple(self.turns[:-1]),
+        )
+        try:
+            answer = ModelReply.of(self.model.respond(request))
+        except ModelUnavailable:
+            reply.text = self.phrases("unread_refused")
+            return reply
+        texts = []
+        for asked in answer.calls:
+            call = {
+                "tool": asked.get("tool"),
+                "arguments": dict(asked.get("arguments") or {}),
+                "origins": dict(asked.get("origins") or {}),
+            }
+            owner = self.router.owner_of(str(call["tool"]))
+            if owner is not None:
+                call["agent"] = asked.get("agent", owner)
+            decision = self._decide(call, reply)
+            if decision.decision == REFUSE:
+                texts.append(self.phrases("refused", reasons=", ".join(decision.reasons)))
+                break
+            if decision.decision == CONFIRM:
+                self._pending_call = call
+                reply.waiting = "confirm"
+                texts.append(
+                    self.phrases(
+                        "confirm",
+                        action=self._action(str(call["tool"])),
+                        arguments=self.phrases.arguments(call["arguments"]),
+                    )
+                )
+                break
+            if not self._execute(call, reply):
+                texts.append(reply.text)
+                break
+            texts.append(reply.text)
+        if answer.text:
+            texts.insert(0, answer.text)
+        reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
+        return reply
+
+    def _calculate(self, plan: Plan) -> Reply:
+        reply = Reply("", plan, model_called=self.model is not None)
+        if self.model is None or self.sandbox is None:
+            reply.text = self.phrases("declined", reason="compute off: no model or no sandbox")
+            return reply
+        data = [
+            content.get("result")
+            for content in self.history.results
+            if plan.call is not None and content.get("tool") == plan.call.get("tool")
+        ]
+        inputs = data[-1] if data else None
+        request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=inputs)
+        try:
+            answer = ModelReply.of(self.model.respond(request))
+        except ModelUnavailable:
+            reply.text = self.phrases("declined", reason="compute off: the model did not answer")
+            return reply
+        if not answer.function:
+            reply.text = self.phrases("declined", reason="compute off: the model wrote no function")
+            return reply
+        try:
+            result = self.sandbox(answer.function, inputs)
+        except Exception as error:  # noqa: BLE001 - the sandbox refused or failed: say so
+            reply.text = self.phrases("failed", action="compute", error=str(error))
+            return reply
+        reply.ran.append({"tool": "sandbox", "arguments": {}, "result": result})
+        reply.text = self.phrases("computed", result=_summary(result, self.phrases))
+        return reply
+
+
+def run_turns(conversation: Conversation, turns: Sequence[str]) -> list[Reply]:
+    """Say several turns in a row (for demos and tests)."""
+    return [conversation.say(turn) for turn in turns]

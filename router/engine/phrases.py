@@ -1,0 +1,157 @@
+"""The router's fixed phrasings, in English and pt-BR: questions, refusals and template replies.
+
+Every sentence the router or the runner says without a model comes from here (a conversation may
+override any of them by key, `replies={"done": "..."}`), so what a person reads is known in advance
+and reviewable. Placeholders are `str.format` fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+PHRASES: dict[str, dict[str, str]] = {
+    "en": {
+        "say_again": "Sorry, I could not read that. Could you say it again in other words?",
+        "hint_unknown": "I do not know the words: {words}.",
+        "hint_pt_pt": "I read Brazilian Portuguese, not European Portuguese.",
+        "hint_value": "I could not read {values}: {how}.",
+        "hint_several": "One request at a time, please.",
+        "hint_negated": "Tell me what to do rather than what not to do.",
+        "hint_question": "I can run the tools I have; I cannot answer how-to questions.",
+        "hint_no_tool": "None of my tools does that.",
+        "hint_empty": "There was nothing I could act on.",
+        "hint_too_long": "Please keep a request short.",
+        "ask_missing": "To {action}, I need {labels}.",
+        "ask_options": "Which one: {options}?",
+        "ask_tool": "Which of these did you mean: {options}?",
+        "ask_invalid": "{values} does not fit {labels}.",
+        "ask_model": "I cannot handle that myself. May I pass your message to the assistant's "
+        "model?",
+        "confirm": "Shall I {action} with {arguments}?",
+        "declined": "I can't do that: {reason}.",
+        "declined_rule": "I can't do that: {reason} (rule {rule}).",
+        "unread_refused": "Sorry, I can't help with that.",
+        "no_answer": "Sorry, I found nothing in our documents that answers that.",
+        "answer": "{text} (from {source})",
+        "done": "Done: {action} ({result}).",
+        "result": "{action}: {result}.",
+        "refused": "That was not done: {reasons}.",
+        "cancelled": "OK, I did not {action}.",
+        "model_refused": "OK, I will not pass it on.",
+        "computed": "The answer is {result}.",
+        "failed": "{action} failed: {error}.",
+        "and": "and",
+        "none": "nothing",
+        "run": "run {tool}",
+    },
+    "pt-BR": {
+        "say_again": "Desculpe, não consegui entender. Pode dizer de outro jeito?",
+        "hint_unknown": "Não conheço as palavras: {words}.",
+        "hint_pt_pt": "Leio português do Brasil, não português europeu.",
+        "hint_value": "Não consegui ler {values}: {how}.",
+        "hint_several": "Um pedido de cada vez, por favor.",
+        "hint_negated": "Diga o que fazer, em vez do que não fazer.",
+        "hint_question": "Consigo executar as ferramentas que tenho; não respondo perguntas de "
+        "como fazer.",
+        "hint_no_tool": "Nenhuma das minhas ferramentas faz isso.",
+        "hint_empty": "Não havia nada que eu pudesse fazer.",
+        "hint_too_long": "Por favor, faça um pedido curto.",
+        "ask_missing": "Para {action}, preciso de {labels}.",
+        "ask_options": "Qual deles: {options}?",
+        "ask_tool": "Qual destas você quis dizer: {options}?",
+        "ask_invalid": "{values} não serve como {labels}.",
+        "ask_model": "Não consigo tratar isso sozinho. Posso passar sua mensagem ao modelo do "
+        "assistente?",
+        "confirm": "Posso {action} com {arguments}?",
+        "declined": "Não posso fazer isso: {reason}.",
+        "declined_rule": "Não posso fazer isso: {reason} (regra {rule}).",
+        "unread_refused": "Desculpe, não posso ajudar com isso.",
+        "no_answer": "Desculpe, não encontrei nada nos nossos documentos que responda isso.",
+        "answer": "{text} (de {source})",
+        "done": "Feito: {action} ({result}).",
+        "result": "{action}: {result}.",
+        "refused": "Isso não foi feito: {reasons}.",
+        "cancelled": "Certo, não vou {action}.",
+        "model_refused": "Certo, não vou repassar.",
+        "computed": "O resultado é {result}.",
+        "failed": "{action} falhou: {error}.",
+        "and": "e",
+        "none": "nada",
+        "run": "executar {tool}",
+    },
+}
+
+# How a concept is named in a question, where the argument's own name is not plain enough.
+LABELS: dict[str, dict[str, str]] = {
+    "en": {},
+    "pt-BR": {
+        "order": "o pedido",
+        "amount": "o valor",
+        "email": "o e-mail",
+        "note": "a nota",
+        "site": "o site",
+        "status": "a situação",
+        "card": "o cartão",
+        "customer": "o cliente",
+        "reason": "o motivo",
+        "text": "o texto",
+        "limit": "o limite",
+        "since": "a data",
+        "date": "a data",
+        "channel": "o canal",
+        "message": "a mensagem",
+    },
+}
+
+
+class Phrases:
+    """The phrasings of one language, with a conversation's own overrides."""
+
+    def __init__(self, language: str, overrides: Mapping[str, str] | None = None) -> None:
+        self.language = language
+        self._table = {**PHRASES[language], **dict(overrides or {})}
+
+    def __call__(self, key: str, **fields: Any) -> str:
+        return self._table[key].format(**fields)
+
+    def join(self, parts: Sequence[str]) -> str:
+        parts = [p for p in parts if p]
+        if not parts:
+            return self("none")
+        if len(parts) == 1:
+            return parts[0]
+        return ", ".join(parts[:-1]) + f" {self('and')} " + parts[-1]
+
+    def label(self, name: str, words: Sequence[str]) -> str:
+        """How an argument is named in a question: "the order (order_id)", "o valor (amount)"."""
+        table = LABELS[self.language]
+        for word in words:
+            if word in table:
+                return f"{table[word]} ({name})"
+        if self.language == "en":
+            plain = " ".join(w for w in words if w != "id") or name
+            return f"the {plain} ({name})" if plain != name else f"the {name}"
+        return f"`{name}`"
+
+    def number(self, value: Any) -> str:
+        """A number as the language writes it (`40,00` in pt-BR)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return str(value)
+        if isinstance(value, int):
+            text = f"{value:,}"
+        else:
+            text = f"{value:,.2f}" if value == round(value, 2) else f"{value:,}"
+        if self.language == "pt-BR":
+            text = text.replace(",", "\0").replace(".", ",").replace("\0", ".")
+        return text
+
+    def value(self, value: Any) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self.number(value)
+        return str(value)
+
+    def arguments(self, arguments: Mapping[str, Any], said: Mapping[str, str] | None = None) -> str:
+        said = said or {}
+        parts = [f"{name} {said.get(name) or self.value(v)}" for name, v in arguments.items()]
+        return self.join(parts)
