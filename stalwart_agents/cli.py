@@ -173,6 +173,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_rules",
     "stalwart_agents.cli_check",
     "stalwart_agents.cli_plan",
+    "stalwart_agents.cli_verify",
 )
 
 

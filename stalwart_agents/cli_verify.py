@@ -1,0 +1,237 @@
+"""`stalwart verify`: prove an agent before it runs, and gate a build on the result.
+
+    stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N]
+                               [--overlay steps.json] [--output FILE]
+
+The command reads agent.yaml and the files it names, relative to it -- the rulebook (a Colang
+file, a rule sheet, or a folder `stalwart rules compile` wrote) and the source of each tools
+module (`python: shop.tools`, looked for as `shop/tools.py` beside agent.yaml or above it, then
+as `tools.py` beside it) -- and hands them, as text, to `proof.engine.verify_agent_file`. It never
+imports or runs the tools' code. A `.json` argument is read as a whole `qls-graph/1` document
+(what an SDK's `export()` writes). `--overlay` merges the team's own steps and declarations.
+
+Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
+agent file that does not load, a file it names that cannot be read, an invalid graph). No
+traceback is ever shown.
+
+Plugged into `stalwart` as a command group: `NAME`, `HELP`, `register(parser)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NAME = "verify"
+HELP = "prove an agent's graph, catalogue and rulebook, and gate a build on the findings"
+
+EXIT_PASSED = 0
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+FORMATS = ("text", "json", "sarif")
+
+
+class VerifyError(Exception):
+    """A problem that stops `stalwart verify` before it can report (exit 2)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = list(lines)
+        super().__init__("; ".join(self.lines))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"`{text}` must be 1 or more")
+    return value
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    """Add `stalwart verify`'s arguments to its parser (the group's own parser)."""
+    parser.description = (
+        "Lint, compile, build and prove an agent, and print the report. Exits 0 when the gate "
+        "passes, 1 when it fails, 2 on a usage, configuration or internal error."
+    )
+    parser.add_argument("agent", help="agent.yaml (or a qls-graph/1 document ending in .json)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="how to print the report")
+    parser.add_argument(
+        "--depth", type=_positive, default=60, help="the run's step limit to prove to (default 60)"
+    )
+    parser.add_argument(
+        "--turns", type=_positive, default=3, help="how many turns to prove over (default 3)"
+    )
+    parser.add_argument(
+        "--overlay", help="a qls-graph/1 fragment: the team's own steps and declarations"
+    )
+    parser.add_argument("--output", help="write the report to this file instead of stdout")
+    parser.set_defaults(handler=handle)
+
+
+def _read_text(path: Path, label: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise VerifyError([f"cannot read `{label}`: no such file"]) from None
+    except IsADirectoryError:
+        raise VerifyError([f"cannot read `{label}`: it is a directory"]) from None
+    except UnicodeDecodeError:
+        raise VerifyError([f"cannot read `{label}`: it is not UTF-8 text"]) from None
+    except OSError as error:
+        reason = (error.strerror or "input/output error").lower()
+        raise VerifyError([f"cannot read `{label}`: {reason}"]) from None
+
+
+def _read_json(path: Path, label: str) -> Any:
+    text = _read_text(path, label)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        message = error.msg[:1].lower() + error.msg[1:]
+        raise VerifyError(
+            [f"`{label}` is not valid JSON: {message} at line {error.lineno} column {error.colno}"]
+        ) from None
+    except RecursionError:
+        raise VerifyError([f"`{label}` is not usable JSON: it nests too deeply"]) from None
+
+
+def _relative(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def collect_files(agent_path: Path, text: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The files agent.yaml names, read relative to it: (files by relative path, modules)."""
+    from proof.engine import module_candidates
+
+    base = agent_path.parent
+    files: dict[str, Any] = {}
+    modules: dict[str, str] = {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return files, modules  # the engine reports the YAML problem with its line
+    if not isinstance(data, dict):
+        return files, modules
+    rulebook = data.get("rulebook")
+    if isinstance(rulebook, str):
+        target = base / rulebook
+        key = Path(os.path.normpath(rulebook)).as_posix()
+        if target.is_dir():
+            from rulebooks.compiler import RulebookError, read_record_folder
+
+            try:
+                files[key] = read_record_folder(target)
+            except RulebookError as error:
+                raise VerifyError(
+                    [f"cannot read the rulebook folder `{rulebook}`: {error}"]
+                ) from None
+        elif target.suffix.lower() == ".xlsx":
+            try:
+                files[key] = target.read_bytes()
+            except OSError as error:
+                reason = (error.strerror or "input/output error").lower()
+                raise VerifyError([f"cannot read `{rulebook}`: {reason}"]) from None
+        elif target.exists():
+            files[key] = _read_text(target, rulebook)
+    for entry in data.get("tools") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("python"), str):
+            continue
+        module = entry["python"]
+        for candidate in module_candidates(module):
+            found = base / candidate
+            if found.is_file():
+                key = _relative(found, base)
+                files[key] = _read_text(found, key)
+                modules[module] = key
+                break
+    return files, modules
+
+
+def _render(report: Any, fmt: str) -> str:
+    from proof.engine import render_json, render_sarif, render_text
+
+    return {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt](report)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify and print; raise `VerifyError` for what stops it (see `handle`)."""
+    from proof.engine import ConfigInvalid, GraphInvalid, verify_agent_file, verify_graph
+
+    path = Path(args.agent)
+    overlay = _read_json(Path(args.overlay), args.overlay) if args.overlay else None
+    try:
+        if path.suffix.lower() == ".json":
+            doc = _read_json(path, args.agent)
+            if overlay is not None:
+                from proof.engine import merge_overlay
+
+                doc = merge_overlay(doc, overlay)
+            report = verify_graph(doc, depth=args.depth, turns=args.turns, file=path.name)
+        else:
+            text = _read_text(path, args.agent)
+            files, modules = collect_files(path, text)
+            report = verify_agent_file(
+                text,
+                files=files,
+                modules=modules,
+                depth=args.depth,
+                turns=args.turns,
+                filename=path.name,
+                overlay=overlay,
+            )
+    except ConfigInvalid as error:
+        raise VerifyError([str(p) for p in error.problems]) from None
+    except GraphInvalid as error:
+        label = args.overlay if overlay is not None and path.suffix != ".json" else args.agent
+        raise VerifyError([f"{label}: {p}" for p in error.problems]) from None
+    output = _render(report, args.format)
+    if args.output:
+        try:
+            Path(args.output).write_text(output, encoding="utf-8")
+        except OSError as error:
+            reason = (error.strerror or "input/output error").lower()
+            raise VerifyError([f"cannot write `{args.output}`: {reason}"]) from None
+    else:
+        sys.stdout.write(output)
+    return report.exit_code
+
+
+def handle(args: argparse.Namespace) -> int:
+    """The command's handler: its exit code, and never a traceback."""
+    try:
+        return run(args)
+    except VerifyError as error:
+        for line in error.lines:
+            sys.stderr.write(f"stalwart verify: error: {line}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("stalwart verify: interrupted\n")
+        return EXIT_ERROR
+    except Exception as error:  # the last line of defence: report, never show a traceback
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        sys.stderr.write(f"stalwart verify: internal error: {detail} (please report this)\n")
+        return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m stalwart_agents.cli_verify agent.yaml ...`: the command on its own."""
+    parser = argparse.ArgumentParser(prog="stalwart verify")
+    register(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

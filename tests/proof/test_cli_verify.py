@@ -1,0 +1,153 @@
+"""`stalwart verify`: files read relative to agent.yaml, three formats, closed exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from stalwart_agents import cli, cli_verify
+
+from .conftest import CORPUS, SHOP
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli_verify.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_shop_passes_the_gate_and_exits_0(capsys) -> None:
+    code, out, err = _run(capsys, str(SHOP / "agent.yaml"))
+    assert code == 0 and err == ""
+    assert out.startswith("stalwart verify agent.yaml\n")
+    assert "Code checks: no finding in 3 file(s)" in out
+    assert out.rstrip().endswith("the 2 warnings above are for you to look at and weigh.")
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_and_sarif_are_valid_json(capsys, fmt: str) -> None:
+    code, out, _ = _run(capsys, str(SHOP / "agent.yaml"), "--format", fmt)
+    assert code == 0
+    data = json.loads(out)
+    assert data.get("format") == "stalwart-verify/1" or data.get("version") == "2.1.0"
+
+
+def test_a_failing_gate_exits_1(capsys, tmp_path) -> None:
+    shutil.copytree(CORPUS / "qg014_fires", tmp_path / "agent")
+    code, out, err = _run(capsys, str(tmp_path / "agent" / "agent.yaml"))
+    assert code == 1 and err == ""
+    assert "Gate: failed." in out
+
+
+def test_an_overlay_is_merged_and_can_fail_the_gate(capsys, tmp_path) -> None:
+    shutil.copytree(CORPUS / "qg001_fires", tmp_path / "agent")
+    folder = tmp_path / "agent"
+    code, out, _ = _run(
+        capsys, str(folder / "agent.yaml"), "--overlay", str(folder / "overlay.json")
+    )
+    assert code == 1 and "QG001 High on get_order" in out
+    code, _, _ = _run(capsys, str(folder / "agent.yaml"))
+    assert code == 0
+
+
+def test_depth_and_turns_are_passed_to_the_proof(capsys) -> None:
+    code, out, _ = _run(
+        capsys, str(SHOP / "agent.yaml"), "--format", "json", "--depth", "9", "--turns", "1"
+    )
+    proof = json.loads(out)["proof"]
+    assert code == 0 and (proof["depth"], proof["turns"]) == (9, 1)
+
+
+def test_a_missing_file_the_agent_names_exits_2_with_one_line_and_no_traceback(
+    capsys, tmp_path
+) -> None:
+    (tmp_path / "agent.yaml").write_text((SHOP / "agent.yaml").read_text())
+    code, out, err = _run(capsys, str(tmp_path / "agent.yaml"))
+    assert code == 2 and out == ""
+    assert "Traceback" not in err
+    assert err.startswith("stalwart verify: error: agent.yaml:12: tools[0].python: the source")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--depth", "0", "x.yaml"], ["--format", "xml", "x.yaml"], []],
+)
+def test_usage_errors_exit_2(capsys, argv) -> None:
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and "Traceback" not in err
+
+
+def test_an_unreadable_agent_file_exits_2(capsys, tmp_path) -> None:
+    code, _, err = _run(capsys, str(tmp_path / "nope.yaml"))
+    assert code == 2
+    assert err == f"stalwart verify: error: cannot read `{tmp_path / 'nope.yaml'}`: no such file\n"
+
+
+def test_an_invalid_overlay_exits_2_naming_its_paths(capsys, tmp_path) -> None:
+    overlay = tmp_path / "overlay.json"
+    overlay.write_text(json.dumps({"nodes": [{"id": "x", "kind": "tool"}]}))
+    code, _, err = _run(capsys, str(SHOP / "agent.yaml"), "--overlay", str(overlay))
+    assert code == 2
+    assert f"{overlay}: $.nodes[0].kind: an overlay adds the team's steps" in err
+    overlay.write_text("{nope")
+    code, _, err = _run(capsys, str(SHOP / "agent.yaml"), "--overlay", str(overlay))
+    assert code == 2 and "is not valid JSON" in err
+
+
+def test_a_whole_graph_document_is_verified_as_it_is(capsys, tmp_path) -> None:
+    from proof.engine import build_agent_graph
+
+    from .conftest import shop_files
+
+    doc = build_agent_graph((SHOP / "agent.yaml").read_text(), files=shop_files())
+    path = tmp_path / "graph.json"
+    path.write_text(json.dumps(doc))
+    code, out, _ = _run(capsys, str(path))
+    assert code == 0 and "QG105 Review on refund_card (agent.yaml:10)" in out
+    doc["entries"] = ["desk_model"]
+    path.write_text(json.dumps(doc))
+    code, _, err = _run(capsys, str(path))
+    assert code == 2 and "$.entries[0]: names `desk_model`, which is not a router" in err
+
+
+def test_a_rulebook_folder_from_stalwart_rules_compile_is_read_as_it_is(capsys, tmp_path) -> None:
+    from rulebooks.compiler import compile_file_to_folder
+
+    folder = tmp_path / "shop"
+    shutil.copytree(SHOP, folder)
+    compile_file_to_folder(folder / "policy.co", folder / "compiled")
+    text = (folder / "agent.yaml").read_text().replace("./policy.co", "./compiled")
+    (folder / "agent.yaml").write_text(text)
+    (folder / "policy.co").unlink()
+    code, out, _ = _run(capsys, str(folder / "agent.yaml"))
+    assert code == 0 and "Compiled the rulebook compiled" in out
+
+
+def test_an_internal_error_exits_2_and_shows_no_traceback(capsys, monkeypatch) -> None:
+    import proof.engine
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("the prover broke\nsecond line")
+
+    monkeypatch.setattr(proof.engine, "verify_agent_file", explode)
+    code, out, err = _run(capsys, str(SHOP / "agent.yaml"))
+    assert code == 2 and out == ""
+    assert err == "stalwart verify: internal error: the prover broke (please report this)\n"
+
+
+def test_the_report_can_be_written_to_a_file(capsys, tmp_path) -> None:
+    target = tmp_path / "report.sarif"
+    code, out, _ = _run(
+        capsys, str(SHOP / "agent.yaml"), "--format", "sarif", "--output", str(target)
+    )
+    assert code == 0 and out == ""
+    assert json.loads(target.read_text())["version"] == "2.1.0"
+
+
+def test_the_command_plugs_into_stalwart_as_a_group(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(cli, "GROUP_MODULES", ("stalwart_agents.cli_verify",))
+    assert cli.main(["verify", str(SHOP / "agent.yaml"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gate"]["passed"] is True
+    assert cli.main(["verify", "--depth", "-1", str(SHOP / "agent.yaml")]) == 2
