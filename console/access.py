@@ -27,6 +27,7 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "guard.check": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "approvals.read": frozenset({Role.ADMIN, Role.APPROVER, Role.EDITOR}),
     "approvals.answer": frozenset({Role.ADMIN, Role.APPROVER}),
+    "router.plan": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "rulebooks.read": frozenset(Role.values),
     "rulebooks.write": frozenset({Role.ADMIN, Role.EDITOR}),
     "firewall.read": frozenset(Role.values),

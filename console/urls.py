@@ -7,6 +7,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from console import views
+from router import views as router_views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -36,6 +37,8 @@ urlpatterns = [
     path("rulebooks/", include("rulebooks.urls")),
     path("v1/", include("rulebooks.api.urls")),
     path("approvals/", include("guard.urls")),
+    path("try/", include("router.urls")),
+    path("v1/plan", router_views.PlanView.as_view(), name="api-plan"),
     path("v1/", include("guard.api.urls")),
     path("v1/", include("console.api.urls")),
 ]

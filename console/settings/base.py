@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "firewall",
     "rulebooks",
     "guard",
+    "router",
 ]
 
 MIDDLEWARE = [

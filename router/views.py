@@ -1,0 +1,105 @@
+"""`POST /v1/plan` and the Try a turn page: what a turn becomes, in the organisation's language."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework.exceptions import ValidationError as ApiValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.access import actor_for_request, require
+from console.api.views import ORG_PARAM
+from router import services
+from rulebooks.models import Rulebook
+
+PLAN_FIELDS = {"turn", "catalogue", "agent", "rulebook", "language", "vocabulary", "check"}
+
+
+class PlanView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request):  # noqa: ANN001, ANN201
+        """Read a turn into a plan: `{"turn", "catalogue", "agent", "rulebook", "language"}`."""
+        actor = actor_for_request(request)
+        require(actor, "router.plan")
+        data = request.data
+        if not isinstance(data, dict):
+            raise ApiValidationError({"non_field_errors": ["the body must be a JSON object"]})
+        unknown = sorted(set(data) - PLAN_FIELDS)
+        if unknown:
+            raise ApiValidationError({name: ["not a field here"] for name in unknown})
+        if "catalogue" not in data:
+            raise ApiValidationError(
+                {"catalogue": ["the agents and tools the turn is read against"]}
+            )
+        return Response(
+            services.plan_turn(
+                actor=actor,
+                turn=data.get("turn"),
+                catalogue=data["catalogue"],
+                agent=data.get("agent"),
+                rulebook=data.get("rulebook"),
+                language=data.get("language"),
+                vocabulary=data.get("vocabulary"),
+                check=bool(data.get("check", True)),
+            )
+        )
+
+
+def _shop_catalogue() -> str:
+    from stalwart_agents import Agent
+
+    desk = Agent.from_file(Path(settings.BASE_DIR) / "examples" / "shop" / "agent.yaml")
+    return json.dumps(desk.catalogue(), indent=1)
+
+
+@require_http_methods(["GET", "POST"])
+def try_a_turn(request: HttpRequest) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "router.plan")
+    rulebooks = Rulebook.objects.filter(organisation=actor.organisation).order_by("name")
+    posted = request.POST
+    context = {
+        "rulebooks": rulebooks,
+        "posted": posted,
+        "errors": {},
+        "result": None,
+        "catalogue_text": posted.get("catalogue") or _shop_catalogue(),
+    }
+    if request.method == "POST":
+        record = None
+        chosen = rulebooks.filter(pk=posted.get("rulebook") or 0).first()
+        if chosen and chosen.latest:
+            record = chosen.latest.record
+        try:
+            catalogue = json.loads(posted.get("catalogue", ""))
+        except ValueError as exc:
+            context["errors"] = {"catalogue": [f"line {exc.lineno}, column {exc.colno}: {exc.msg}"]}
+        else:
+            try:
+                context["result"] = services.plan_turn(
+                    actor=actor,
+                    turn=posted.get("turn", ""),
+                    catalogue=catalogue,
+                    agent=posted.get("agent") or None,
+                    rulebook=record,
+                    language=posted.get("language") or None,
+                    check=True,
+                )
+            except ValidationError as exc:
+                context["errors"] = exc.message_dict
+        if context["result"]:
+            context["plan_json"] = json.dumps(
+                context["result"]["plan"], indent=2, ensure_ascii=False
+            )
+    status = 400 if context["errors"] else 200
+    return render(request, "router/try.html", context, status=status)
