@@ -186,171 +186,196 @@ def _match(events: list[Event]) -> None:
     for event in events:
         if event.organisation_id not in rules_of:
             rules_of[event.organisation_id] = sequence_rules(event.organisation_id)
-    sessions = {(e.agent, e.session) for e in events}
-    rule_ids = {r.id for rules in rules_of.values() for r in rules}
+    sessions = {(e.organisation_id, e.agent, e.session) for e in events}
     stored: dict[tuple[int, str, str], SequenceState] = {}
-    if rule_ids:
+    if any(rules_of.values()):
         for row in SequenceState.objects.filter(
-            rule_id__in=rule_ids, session__in={s for _, s in sessions}
+            organisation_id__in={s[0] for s in sessions}, session__in={s[2] for s in sessions}
         ):
-            stored[(row.rule_id, row.agent, row.session)] = row
-    states: dict[tuple[int, str, str], Any] = {k: v.state for k, v in stored.items()}
+            stored[(row.organisation_id, row.agent, row.session)] = row
+    # The states of one session, by rule id (as JSON keeps them: strings).
+    states: dict[tuple[int, str, str], dict[str, Any]] = {
+        key: dict(row.states) for key, row in stored.items()
+    }
     dirty: set[tuple[int, str, str]] = set()
+    fresh: set[tuple[tuple[int, str, str], str]] = set()  # states advanced in this batch
     matched: list[int] = []
     unreadable: list[tuple[int, str]] = []
     by_id = {e.pk: e for e in events}
+    found: list[tuple[Event, SequenceRule, dict[str, Any]]] = []
     for event in events:
         if not event.tool:
             unreadable.append((event.pk, "the event names no tool"))
             continue
         item = _matcher_event(event)
         is_egress = item["stage"] == "egress" or bool(item["destination"])
+        session = (event.organisation_id, event.agent, event.session)
+        of_session = states.setdefault(session, {})
         for rule in rules_of[event.organisation_id].touching(event.tool, is_egress):
-            key = (rule.id, event.agent, event.session)
-            if key not in states and not rule.starts(event.tool, is_egress):
+            rule_key = str(rule.id)
+            if rule_key not in of_session and not rule.starts(event.tool, is_egress):
                 continue  # a later step with no chain under way: nothing to advance
+            ours = (session, rule_key) in fresh
             try:
                 # States read from the database are checked on first use; later ones are ours.
                 state, match = rule.compiled.advance(
-                    states.get(key), rule.id, item, trusted=key in dirty, in_place=key in dirty
+                    of_session.get(rule_key), rule.id, item, trusted=ours, in_place=ours
                 )
             except engine.SequenceError as exc:
                 unreadable.append((event.pk, f"the matcher cannot read it: {exc}"))
                 break
-            states[key] = state
-            dirty.add(key)
+            of_session[rule_key] = state
+            fresh.add((session, rule_key))
+            dirty.add(session)
             if match is not None:
-                _raise_alert(event, rule, match, by_id)
+                found.append((event, rule, match))
         else:
             matched.append(event.pk)
+    _raise_alerts(found, by_id)
     Event.objects.filter(pk__in=matched).update(match_state=MatchState.MATCHED)
     for pk, note in unreadable:
         Event.objects.filter(pk=pk).update(match_state=MatchState.UNREADABLE, match_note=note[:300])
-    _store_states(events, states, dirty, stored)
+    _store_states(states, dirty, stored, rules_of)
 
 
-def _store_states(events, states, dirty, stored) -> None:  # noqa: ANN001
-    organisation_of = {(e.agent, e.session): e.organisation_id for e in events}
+def _store_states(states, dirty, stored, rules_of) -> None:  # noqa: ANN001
+    """Write the sessions whose states changed; states of rules that no longer exist are dropped."""
     updates, creates = [], []
     for key in dirty:
-        rule_id, agent, session = key
+        organisation_id, agent, session = key
+        live = {str(rule.id) for rule in rules_of.get(organisation_id, ())}
+        kept = {rule_id: state for rule_id, state in states[key].items() if rule_id in live}
         if key in stored:
             row = stored[key]
-            row.state = states[key]
+            row.states = kept
             updates.append(row)
         else:
             creates.append(
                 SequenceState(
-                    organisation_id=organisation_of[(agent, session)],
-                    rule_id=rule_id,
-                    agent=agent,
-                    session=session,
-                    state=states[key],
+                    organisation_id=organisation_id, agent=agent, session=session, states=kept
                 )
             )
     if updates:
-        SequenceState.objects.bulk_update(updates, ["state", "updated_at"])
+        SequenceState.objects.bulk_update(updates, ["states", "updated_at"])
     if creates:
         SequenceState.objects.bulk_create(creates)
 
 
-def _chain(match: dict[str, Any], by_id: dict[int, Event]) -> list[list[dict[str, Any]]]:
-    chain = []
-    for ids in match["steps"]:
-        step = []
-        for event_id in ids:
-            event = by_id.get(event_id) or Event.objects.filter(pk=event_id).first()
-            step.append(
-                {
-                    "id": event_id,
-                    "tool": event.tool if event else "",
-                    "at": event.at.isoformat() if event else None,
-                }
-            )
-        chain.append(step)
-    return chain
+def _chain(match: dict[str, Any], events: dict[int, Event]) -> list[list[dict[str, Any]]]:
+    return [
+        [
+            {
+                "id": i,
+                "tool": events[i].tool if i in events else "",
+                "at": events[i].at.isoformat() if i in events else None,
+            }
+            for i in ids
+        ]
+        for ids in match["steps"]
+    ]
 
 
-def _raise_alert(
-    event: Event, rule: SequenceRule, match: dict[str, Any], by_id: dict[int, Event]
+def _raise_alerts(
+    found: list[tuple[Event, SequenceRule, dict[str, Any]]], by_id: dict[int, Event]
 ) -> None:
-    if SequenceAlert.objects.filter(
-        rule_ref=rule.id, agent=event.agent, session=event.session, last_event_id=event.pk
-    ).exists():
+    """Write the batch's alerts (one query to skip any already raised) and what they set off."""
+    if not found:
         return
-    actions = [] if rule.shadow else [a for a in rule.on_match if a in ACTIONS]
-    alert = Event.objects.create(
-        organisation_id=event.organisation_id,
-        source="sequence",
-        session=event.session,
-        agent=event.agent,
-        tool=event.tool,
-        stage=event.stage,
-        decision=DECISION_OF_VERDICT.get(rule.verdict, "allow"),
-        verdict=rule.verdict,
-        reasons=[f"sequence: {rule.name}"] + (["shadow"] if rule.shadow else []),
-        rule=rule.name,
-        detail={
-            "rule_id": rule.id,
-            "chain": _chain(match, by_id),
-            "started_at": match["started_at"],
-            "ended_at": match["ended_at"],
-            "window_seconds": rule.window_seconds,
-            "shadow": rule.shadow,
-            "actions": actions,
-        },
-        is_alert=True,
-        match_state=MatchState.SKIPPED,
+    wanted = {i for _, _, match in found for ids in match["steps"] for i in ids} - set(by_id)
+    events = {**by_id, **Event.objects.in_bulk(wanted)}
+    raised = set(
+        SequenceAlert.objects.filter(last_event_id__in={e.pk for e, _, _ in found}).values_list(
+            "rule_ref", "agent", "session", "last_event_id"
+        )
     )
-    SequenceAlert.objects.create(
-        organisation_id=event.organisation_id,
-        rule_id=rule.id,
-        rule_ref=rule.id,
-        rule_name=rule.name,
-        agent=event.agent,
-        session=event.session,
-        last_event_id=event.pk,
-        event=alert,
-    )
-    reason = f"sequence rule `{rule.name}` matched (alert {alert.pk})"
-    if "hold_session" in actions:
-        if not SessionHold.objects.filter(
-            organisation_id=event.organisation_id,
-            agent=event.agent,
-            session=event.session,
-            released_at=None,
-        ).exists():
-            SessionHold.objects.create(
+    new = [(e, r, m) for e, r, m in found if (r.id, e.agent, e.session, e.pk) not in raised]
+    alerts = Event.objects.bulk_create(
+        [
+            Event(
                 organisation_id=event.organisation_id,
-                agent=event.agent,
+                source="sequence",
                 session=event.session,
-                reason=reason,
-                alert=alert,
-            )
-    if "disable_tool" in actions:
-        if not ToolSwitch.objects.filter(
-            organisation_id=event.organisation_id,
-            agent=event.agent,
-            tool=event.tool,
-            enabled_at=None,
-        ).exists():
-            ToolSwitch.objects.create(
-                organisation_id=event.organisation_id,
                 agent=event.agent,
                 tool=event.tool,
-                reason=reason,
-                alert=alert,
+                stage=event.stage,
+                decision=DECISION_OF_VERDICT.get(rule.verdict, "allow"),
+                verdict=rule.verdict,
+                reasons=[f"sequence: {rule.name}"] + (["shadow"] if rule.shadow else []),
+                rule=rule.name,
+                detail={
+                    "rule_id": rule.id,
+                    "chain": _chain(match, events),
+                    "started_at": match["started_at"],
+                    "ended_at": match["ended_at"],
+                    "window_seconds": rule.window_seconds,
+                    "shadow": rule.shadow,
+                    "actions": _actions(rule),
+                },
+                is_alert=True,
+                match_state=MatchState.SKIPPED,
             )
+            for event, rule, match in new
+        ]
+    )
+    SequenceAlert.objects.bulk_create(
+        [
+            SequenceAlert(
+                organisation_id=event.organisation_id,
+                rule_id=rule.id,
+                rule_ref=rule.id,
+                rule_name=rule.name,
+                agent=event.agent,
+                session=event.session,
+                last_event_id=event.pk,
+                event=alert,
+            )
+            for (event, rule, _), alert in zip(new, alerts, strict=True)
+        ]
+    )
+    for (event, rule, _), alert in zip(new, alerts, strict=True):
+        if _actions(rule):
+            _set_off(event, rule, alert)
+
+
+def _actions(rule: SequenceRule) -> list[str]:
+    return [] if rule.shadow else [a for a in rule.on_match if a in ACTIONS]
+
+
+def _set_off(event: Event, rule: SequenceRule, alert: Event) -> None:
+    """The follow-up actions a matched rule names: hold, switch off, notify."""
+    actions = _actions(rule)
+    reason = f"sequence rule `{rule.name}` matched (alert {alert.pk})"
+    org = event.organisation_id
+    if (
+        "hold_session" in actions
+        and not SessionHold.objects.filter(
+            organisation_id=org, agent=event.agent, session=event.session, released_at=None
+        ).exists()
+    ):
+        SessionHold.objects.create(
+            organisation_id=org,
+            agent=event.agent,
+            session=event.session,
+            reason=reason,
+            alert=alert,
+        )
+    if (
+        "disable_tool" in actions
+        and not ToolSwitch.objects.filter(
+            organisation_id=org, agent=event.agent, tool=event.tool, enabled_at=None
+        ).exists()
+    ):
+        ToolSwitch.objects.create(
+            organisation_id=org, agent=event.agent, tool=event.tool, reason=reason, alert=alert
+        )
     if "notify" in actions:
         url = (
-            OrganisationSettings.objects.filter(organisation_id=event.organisation_id)
+            OrganisationSettings.objects.filter(organisation_id=org)
             .values_list("notify_url", flat=True)
             .first()
         )
         if url:
-            notification = Notification.objects.create(
-                organisation_id=event.organisation_id, alert=alert, url=url
-            )
+            notification = Notification.objects.create(organisation_id=org, alert=alert, url=url)
             transaction.on_commit(lambda: _send("console.deliver_notification", notification.pk))
 
 

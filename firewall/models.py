@@ -89,19 +89,22 @@ class MatcherShard(models.Model):
 
 
 class SequenceState(models.Model):
-    """A sequence rule's partial progress in one session of one agent (bounded, plain JSON)."""
+    """The sequence rules' partial progress in one session of one agent: `{rule id: state}`.
+
+    One row per session, so a batch reads and writes one row for each session it touches,
+    whatever the number of rules; each state is bounded by its rule's steps.
+    """
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE)
-    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="sequence_states")
     agent = models.CharField(max_length=128, blank=True)
     session = models.CharField(max_length=128, blank=True)
-    state = models.JSONField()
+    states = models.JSONField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["rule", "agent", "session"], name="one_state_per_rule_session"
+                fields=["organisation", "agent", "session"], name="one_state_per_session"
             )
         ]
 

@@ -109,18 +109,18 @@ def test_a_batch_that_fails_leaves_its_events_pending_and_raises_no_alert_twice(
     actor, policy, monkeypatch
 ):
     _chain(actor)
-    real = matching._raise_alert
+    real = matching._raise_alerts
 
     def crash(*args, **kwargs):
         real(*args, **kwargs)
         raise RuntimeError("the worker died in the middle of the batch")
 
-    monkeypatch.setattr(matching, "_raise_alert", crash)
+    monkeypatch.setattr(matching, "_raise_alerts", crash)
     with pytest.raises(RuntimeError):
         drain_all()
     assert Event.objects.filter(match_state=MatchState.PENDING).count() == 6
     assert not Event.objects.filter(is_alert=True).exists()
-    monkeypatch.setattr(matching, "_raise_alert", real)
+    monkeypatch.setattr(matching, "_raise_alerts", real)
     drain_all()
     drain_all()
     assert Event.objects.filter(is_alert=True).count() == 1
