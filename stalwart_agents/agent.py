@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import secrets
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class Agent:
         self._rules = rules
         self.context = context
         self.modules = dict(modules or {})
+        self._conversations: dict[tuple, Any] = {}
 
     @classmethod
     def from_file(
@@ -133,3 +135,48 @@ class Agent:
     @property
     def agents(self) -> list[str]:
         return sorted(self.file.catalogue.agents)
+
+    def chat(
+        self,
+        text: str,
+        *,
+        user: str = "anonymous",
+        agent: str | None = None,
+        language: str | None = None,
+    ) -> Any:
+        """One turn of `user`'s conversation: router, plan, tool check, then the tool runs.
+
+        The turn is read before any model sees it; a call runs only when the tool check (with the
+        checks of what was said) allows it, through the tool's function in the module agent.yaml
+        names. Each user has a conversation of their own, with its own signed history. Returns the
+        router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`).
+        """
+        from router import engine as router_engine
+
+        key = (user, agent, language)
+        conversation = self._conversations.get(key)
+        if conversation is None:
+            settings = self.file.other.get("settings") or {}
+            router = router_engine.Router(
+                self.file,
+                rulebook=self._rules.record,
+                agent=agent,
+                language=language or settings.get("language") or "en",
+            )
+            conversation = router_engine.Conversation(
+                router,
+                executor=self._run_tool,
+                key=secrets.token_bytes(32),
+                context=self.context,
+                session=f"{user}-{secrets.token_hex(4)}",
+            )
+            self._conversations[key] = conversation
+        return conversation.say(text)
+
+    def _run_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        """Run an allowed call with the tool's function from the module that declared it."""
+        for name in self.modules:
+            function = getattr(sys.modules.get(name), tool, None)
+            if callable(function):
+                return function(**arguments)
+        raise AgentFileError(f"no function `{tool}` in {', '.join(self.modules) or 'no module'}")
