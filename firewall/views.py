@@ -121,6 +121,16 @@ def _policy_context(actor, policy: Policy, **extra) -> dict:  # noqa: ANN001
     }
 
 
+def _policy_refused(request, actor, policy: Policy, exc: ValidationError) -> HttpResponse:  # noqa: ANN001
+    """The policy's page again, with what was refused and why; nothing was saved."""
+    return render(
+        request,
+        "firewall/policy.html",
+        _policy_context(actor, policy, policy_errors=_errors(exc)),
+        status=400,
+    )
+
+
 @require_GET
 def policy_page(request: HttpRequest, policy_id: int) -> HttpResponse:
     actor = actor_for_request(request)
@@ -143,12 +153,7 @@ def policy_settings(request: HttpRequest, policy_id: int) -> HttpResponse:
         services.policy_update(actor=actor, policy=policy, data=data)
     except ValidationError as exc:
         policy.refresh_from_db()
-        return render(
-            request,
-            "firewall/policy.html",
-            _policy_context(actor, policy, policy_errors=_errors(exc)),
-            status=400,
-        )
+        return _policy_refused(request, actor, policy, exc)
     return redirect("firewall-policy", policy_id=policy.pk)
 
 
@@ -190,12 +195,7 @@ def preset_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     try:
         services.preset_apply(actor=actor, policy=policy, preset=request.POST.get("preset", ""))
     except ValidationError as exc:
-        return render(
-            request,
-            "firewall/policy.html",
-            _policy_context(actor, policy, policy_errors=_errors(exc)),
-            status=400,
-        )
+        return _policy_refused(request, actor, policy, exc)
     return redirect("firewall-policy", policy_id=policy.pk)
 
 
