@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Mutation testing of one engine with mutmut (`make mutation`), then its score and survivors.
 #
-#   bash scripts/mutation.sh [guard|firewall] [survivors | mutant-glob ...]
+#   bash scripts/mutation.sh [guard|firewall] [survivors] [mutant-glob ...]
 #
 # The configuration is `[tool.mutmut]` in pyproject.toml; mutmut works in mutants/ (not in git).
 # Without more arguments every mutant of the engine is run again; with globs
 # (`guard.engine.canonical.*`) only those are, and with `survivors` only the mutants no test killed
-# last time (tests added since cannot revive a killed one); the score is read from the results
-# mutmut keeps for the others.
+# last time (tests added since cannot revive a killed one), plus any globs after it (for functions
+# edited since, whose mutants mutmut makes anew); the score is read from the results mutmut keeps
+# for the others.
 # Environment: MUTATION_CHILDREN (parallel workers, default 2), MUTATION_MIN (the score to reach
 # among non-equivalent mutants, default 90; below it the script exits 1), VENV (default .venv).
 # mutmut's progress goes to mutants/mutmut-<engine>.log, one line in 250 also to the terminal.
@@ -32,7 +33,8 @@ elif [[ $1 == survivors ]]; then
         echo "no surviving mutant of $engine to run again"
         exec "$venv/bin/python" scripts/mutation_report.py "$engine" --min "${MUTATION_MIN:-90}"
     fi
-    set -- "${names[@]}"
+    shift
+    set -- "${names[@]}" "$@"
 fi
 
 mkdir -p mutants

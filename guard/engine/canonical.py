@@ -67,12 +67,13 @@ def canonical_bytes(value: Any) -> bytes:
 
 def is_json(value: Any, depth: int = 0) -> bool:
     """Say whether `value` has a canonical JSON form (without building it)."""
+    # The depth is checked first, as `_normalise` does, so both agree on a scalar at depth 65.
+    if depth > 64:
+        return False
     if value is None or isinstance(value, (bool, str, int)):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    if depth > 64:
-        return False
     if isinstance(value, Mapping):
         return all(isinstance(key, str) and is_json(item, depth + 1) for key, item in value.items())
     if isinstance(value, (list, tuple)):

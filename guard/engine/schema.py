@@ -228,7 +228,13 @@ def validate_arguments(
                         }
                     )
         elif error.validator in ("unevaluatedProperties", "additionalProperties"):
-            declared = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            if not isinstance(error.schema, dict):
+                declared: Mapping[str, Any] = {}
+            elif error.validator == "unevaluatedProperties":
+                # Names that `allOf` / `$ref` branches declare are evaluated, so not extra.
+                declared = _declared_names(error.schema, schema.validator.schema)
+            else:
+                declared = error.schema.get("properties", {})
             extras = [key for key in error.instance if key not in declared] or [""]
             for name in extras:
                 problems.append(

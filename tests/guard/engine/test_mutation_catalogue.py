@@ -221,3 +221,123 @@ def test_reading_outside_content_labels_it_outside_or_with_the_labels_given():
     decision = check.check({"tool": "pay"}, session=history)
     assert decision.reasons == ("tainted_call",)
     assert decision.detail["labels"] == ["outside"]
+
+
+# -- agents, the catalogue itself, tool kinds and facts --------------------------------------------
+
+GET_ORDER = {"name": "get_order", "kind": "read"}
+
+INVALID_CATALOGUES = [
+    ({"agents": ["desk"]}, ["agents: must be a mapping of agent name to agent"]),
+    (
+        {"agents": {"bad name": {}, "9desk": {}}},
+        [
+            "agents.9desk: is not a valid agent name: `9desk`",
+            "agents.bad name: is not a valid agent name: `bad name`",
+        ],
+    ),
+    (
+        {"agents": {"desk": ["get_order"], "billing": "refund"}},
+        ["agents.billing: must be a mapping", "agents.desk: must be a mapping"],
+    ),
+    (
+        {"agents": {"desk": {"colour": "red", "budget": 3}}},
+        [
+            "agents.desk.budget: is not a field of an agent",
+            "agents.desk.colour: is not a field of an agent",
+        ],
+    ),
+    (
+        {"agents": {"desk": {"tools": "get_order"}}},
+        ["agents.desk.tools: must be a list of tool names"],
+    ),
+    (
+        {"agents": {"desk": {"hands_off_to": "billing"}}},
+        ["agents.desk.hands_off_to: must be a list of agent names"],
+    ),
+    (
+        {"agents": {"desk": {"privilege": "root"}}},
+        ["agents.desk.privilege: must be one of low, normal, high, not `root`"],
+    ),
+    (
+        {"agents": {"desk": {"on_unread": "shrug"}}},
+        ["agents.desk.on_unread: must be one of refuse, model, ask, answer, not `shrug`"],
+    ),
+    ({"tools": {"get_order": {}}}, ["tools: must be a list of tools"]),
+    (
+        {"tools": ["get_order", 7, GET_ORDER]},
+        ["tools[0]: must be a mapping", "tools[1]: must be a mapping"],
+    ),
+    (
+        {"tools": [{"name": "bad name"}, {"name": 7}, GET_ORDER]},
+        [
+            "tools[0].name: must be a tool name, not `bad name`",
+            "tools[1].name: must be a tool name, not `7`",
+        ],
+    ),
+    (
+        {"tools": [GET_ORDER], "tool_kinds": "a: [\n"},
+        ["tool_kinds: the file is not valid YAML at line 2"],
+    ),
+    (
+        {"tools": [GET_ORDER], "tool_kinds": "- a\n"},
+        ["tool_kinds: must be a mapping of tool name to kind"],
+    ),
+    (
+        {"tools": [GET_ORDER], "tool_kinds": {1: "read", 2: "read"}},
+        [
+            "tool_kinds: a tool name is not a string: `1`",
+            "tool_kinds: a tool name is not a string: `2`",
+        ],
+    ),
+    (
+        {
+            "tools": [{"name": "inbox", "kind": "read", "reads_outside": ["email"]}],
+            "facts": {"x": {"from": "inbox.subject"}},
+        },
+        ["facts.x.from: `inbox` reads outside content, so a fact is never read from it"],
+    ),
+    (
+        {"tools": [GET_ORDER], "facts": {"x": {"from": 5}}},
+        ["facts.x.from: `from` is a text like `get_order.status`"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), INVALID_CATALOGUES)
+def test_a_malformed_catalogue_is_refused_with_every_issue_at_its_path(data, expected):
+    assert issues_of(data) == expected
+
+
+def test_an_agent_loads_as_written():
+    data = {
+        "tools": [GET_ORDER, {"name": "refund", "kind": "write"}],
+        "agents": {
+            "desk": {
+                "tools": ["refund", "get_order"],
+                "hands_off_to": ["billing"],
+                "model": "anthropic:claude",
+                "on_unread": "ask",
+            },
+            "billing": {},
+        },
+    }
+    desk = load_catalogue(data).agents["desk"]
+    assert (desk.name, desk.tool_order, desk.tools) == (
+        "desk",
+        ("refund", "get_order"),
+        {"refund", "get_order"},
+    )
+    assert (desk.hands_off_to, desk.model, desk.on_unread, desk.privilege) == (
+        ("billing",),
+        "anthropic:claude",
+        "ask",
+        "normal",
+    )
+    billing = load_catalogue(data).agents["billing"]
+    assert (billing.tools, billing.model, billing.on_unread) == (frozenset(), None, None)
+
+
+def test_a_catalogue_loads_unmarked_tools_as_writes_and_without_tools_is_empty():
+    assert load_catalogue({"tools": [{"name": "get_weather"}]}).tools["get_weather"].kind == "write"
+    assert dict(load_catalogue({}).tools) == {}

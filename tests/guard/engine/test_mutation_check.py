@@ -165,6 +165,7 @@ def test_only_the_facts_the_rulebook_reads_are_resolved_and_from_their_own_tool(
 FACTS = {
     "any_open": {"from": "get_order.status == open"},
     "paid_by_card": {"from": "get_order.status == paid", "same": ["order_id", "card"]},
+    "any_paid": {"from": "get_order.status == paid"},
 }
 
 
@@ -215,6 +216,7 @@ def test_a_fact_bound_to_two_arguments_reads_only_the_result_with_both_values():
     assert facts_for(check, history, {"order_id": "2", "card": "amex"})["paid_by_card"] is False
     partial = facts_for(check, history, {"order_id": "1"})
     assert partial["any_open"] is True and partial.get("paid_by_card") is not True
+    assert partial["any_paid"] is False  # the latest call of get_order says open
 
 
 # -- step 8: how a failing or absent rulebook refuses ----------------------------------------------
@@ -375,3 +377,128 @@ def test_check_call_passes_the_rulebook_settings_and_options_on():
         PAY, catalogue=catalogue, key=KEY, session=session, rulebook=sheet, checks=["arguments"]
     )
     assert off.reasons == ("write",)
+
+
+# -- secrets stay out of what a decision shows -------------------------------------------------------
+
+
+def secret_catalogue() -> dict[str, Any]:
+    url = {"type": "string"}
+    return {
+        "tools": [
+            {
+                "name": "post_secretly",
+                "kind": "sends_out",
+                "parameters": {"type": "object", "properties": {"token_url": url, "url": url}},
+                "secret": ["token_url"],
+            },
+            {
+                "name": "note",
+                "kind": "write",
+                "parameters": {"type": "object", "properties": {"key_url": url, "url": url}},
+                "secret": ["key_url"],
+            },
+        ]
+    }
+
+
+def test_a_disallowed_address_in_a_secret_argument_is_not_shown():
+    check = ToolCheck(secret_catalogue(), key=KEY)
+    call = {"tool": "post_secretly", "arguments": {"token_url": "http://10.0.0.1/k?t=abc"}}
+    decision = check.check(call, session=check.new_history("s"))
+    assert decision.reasons == ("disallowed_address",)
+    assert decision.detail["host"] == "[secret]"
+    shown = check.check(
+        {"tool": "post_secretly", "arguments": {"url": "http://10.0.0.1/"}},
+        session=check.new_history("s"),
+    )
+    assert shown.detail["host"] == "10.0.0.1"
+
+
+def test_an_undeclared_destination_in_a_secret_argument_is_not_shown():
+    check = ToolCheck(secret_catalogue(), key=KEY)
+    hidden = check.check(
+        {"tool": "note", "arguments": {"key_url": "https://example.org/k"}},
+        session=check.new_history("s"),
+    )
+    assert (hidden.reasons, hidden.detail["destination"]) == (
+        ("undeclared_destination",),
+        "[secret]",
+    )
+    shown = check.check(
+        {"tool": "note", "arguments": {"url": "https://example.org/k"}},
+        session=check.new_history("s"),
+    )
+    assert shown.detail["destination"] == "example.org"
+
+
+def test_an_address_in_a_call_of_an_unknown_tool_is_refused_at_admission():
+    check = ToolCheck(secret_catalogue(), key=KEY)
+    call = {"tool": "ghost", "arguments": {"url": "http://169.254.169.254/"}}
+    decision = check.check(call, session=check.new_history("s"))
+    assert (decision.reasons, decision.detail["host"]) == (
+        ("disallowed_address",),
+        "169.254.169.254",
+    )
+
+
+def test_a_fact_read_from_a_nested_field_reads_that_tools_results():
+    facts = {"vip": {"from": "get_customer.profile.vip"}}
+    data = billing(facts)
+    data["tools"][1]["parameters"] = {"type": "object", "properties": {"id": {"type": "string"}}}
+    check = ToolCheck(data, key=KEY)
+    history = check.new_history("s")
+    check.record(
+        history, {"tool": "get_customer", "arguments": {"id": "c1"}}, {"profile": {"vip": True}}
+    )
+    parsed = check_module.read_call({"tool": "refund_card", "arguments": {}})
+    found = compiler.resolve_facts(
+        facts, arguments={}, results=check._fact_results(parsed, history)
+    )
+    assert found == {"vip": True}
+
+
+# -- outside content, the only agent, not_after bound to a value ---------------------------------
+
+
+def test_a_write_after_an_outside_tool_ran_is_tainted_even_if_its_entry_carries_no_label():
+    data = {
+        "tools": [
+            {"name": "browse", "kind": "read", "reads_outside": ["web"]},
+            {"name": "pay", "kind": "write"},
+        ]
+    }
+    check = ToolCheck(data, key=KEY)
+    history = check.new_history("s")
+    history.append({"tool": "browse", "arguments": {}, "result": "<html>"})
+    decision = check.check({"tool": "pay"}, session=history)
+    assert (decision.reasons, decision.detail["labels"]) == (("tainted_call",), ["web"])
+
+
+def test_with_a_single_agent_a_call_naming_another_agent_is_refused():
+    check = ToolCheck(lab_catalogue(), key=KEY)
+    call = {"tool": "get_order", "agent": "intruder", "arguments": {"order_id": "A1"}}
+    assert check.check(call, session=check.new_history("s")).reasons == ("agent_required",)
+
+
+def test_a_not_after_rule_bound_to_a_value_refuses_only_after_a_call_with_that_value():
+    data = {
+        "tools": [
+            {"name": "close", "kind": "write", "parameters": ORDER},
+            {
+                "name": "edit",
+                "kind": "write",
+                "parameters": ORDER,
+                "not_after": [{"tool": "close", "bind": {"order_id": "arguments.order_id"}}],
+            },
+        ]
+    }
+    check = ToolCheck(data, key=KEY)
+    history = check.new_history("s")
+    check.record(history, {"tool": "close", "arguments": {"order_id": "A1"}}, {})
+    typed = {"order_id": "typed"}
+    other = {"tool": "edit", "arguments": {"order_id": "B2"}, "origins": typed}
+    assert check.check(other, session=history).reasons == ("write",)
+    closed = check.check({**other, "arguments": {"order_id": "A1"}}, session=history)
+    assert (closed.reasons, closed.rule) == (("order_rule",), "not_after close")
+    assert closed.detail["bind"] == {"order_id": "arguments.order_id"}

@@ -182,3 +182,9 @@ def test_a_catalogue_error_says_every_issue_or_that_the_catalogue_is_invalid():
     assert str(error) == "a: is wrong; b: is too"
     assert str(CatalogueInvalid([])) == "invalid catalogue"
     assert isinstance(error, GuardError)
+
+
+def test_a_decision_keeps_its_reasons_as_a_tuple_and_refuses_an_unknown_answer():
+    assert Decision("allow", ["a", "b"]).reasons == ("a", "b")
+    with pytest.raises(ValueError, match=r"^a decision is allow, confirm or refuse, not `maybe`$"):
+        Decision("maybe")

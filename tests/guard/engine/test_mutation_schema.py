@@ -8,10 +8,12 @@ whose schema constrains nothing is only partly described (`schema_partial`).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from guard.engine import Issue
 from guard.engine.schema import compile_parameters, validate_arguments
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -170,3 +172,105 @@ def test_a_refused_value_is_described_by_the_keyword_it_failed(schema, value, me
 def test_a_pointer_escapes_tilde_and_slash_in_names():
     schema = compiled({"type": "object", "properties": {"a": {"type": "string"}}})
     assert pointers(schema, {"a/b": 1, "c~d": 2}) == ["/a~1b", "/c~0d"]
+
+
+# -- nested undeclared fields: each named once, at its own pointer ---------------------------------
+
+
+def test_a_nested_field_declared_through_all_of_or_a_reference_is_not_called_undeclared():
+    for extra in (
+        {"allOf": [{"properties": {"b": {}}}]},
+        {"$ref": "#/$defs/more"},
+    ):
+        nested = {"type": "object", "properties": {"a": {}}, **extra}
+        schema = compiled(
+            {
+                "type": "object",
+                "$defs": {"more": {"properties": {"b": {}}}},
+                "properties": {"x": nested},
+            }
+        )
+        assert validate_arguments(schema, {"x": {"a": 1, "b": 2, "c": 3}}) == [
+            {"pointer": "/x/c", "keyword": "undeclared", "message": "is not declared by the tool"}
+        ]
+        assert validate_arguments(schema, {"x": {"a": 1, "b": 2}}) == []
+
+
+@pytest.mark.parametrize("properties", [{}, {"a": {"type": "integer"}}])
+def test_a_nested_object_that_forbids_extras_names_each_extra(properties):
+    nested = {"type": "object", "properties": properties, "additionalProperties": False}
+    if not properties:
+        del nested["properties"]
+    schema = compiled({"type": "object", "properties": {"x": nested}})
+    arguments = {"x": {"a": 1, "c": 3}} if properties else {"x": {"c": 3}}
+    assert validate_arguments(schema, arguments) == [
+        {"pointer": "/x/c", "keyword": "undeclared", "message": "is not declared by the tool"}
+    ]
+
+
+def test_a_tool_without_parameters_takes_no_arguments_and_with_the_check_off_they_are_partial():
+    from guard.engine import ToolCheck
+
+    from .conftest import KEY
+
+    check = ToolCheck({"tools": [{"name": "ping", "kind": "write"}]}, key=KEY)
+    call = {"tool": "ping", "arguments": {"host": "a"}, "origins": {"host": "typed"}}
+    assert check.check(call, session=check.new_history("s")).reasons == ("argument_schema",)
+    off = check.check(call, session=check.new_history("s"), checks=["order"])
+    assert off.reasons == ("schema_partial",)
+
+
+def test_parameters_that_are_not_a_schema_object_are_refused_at_their_path():
+    assert compile_parameters(["x"], "tools[0].parameters") == (
+        None,
+        [Issue("tools[0].parameters", "must be a JSON Schema object")],
+    )
+    _, issues = compile_parameters(
+        {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "thing"}]}}},
+        "tools[0].parameters",
+    )
+    assert [issue.path for issue in issues] == ["tools[0].parameters.properties.a.anyOf[1].type"]
+    _, issues = compile_parameters({"type": "object", "properties": ["a"]}, "p")
+    assert Issue("p.properties", "must be a mapping of argument name to schema") in issues
+
+
+def test_loading_a_schema_leaves_the_given_schema_as_it_was():
+    given = {"type": "object", "properties": {"x": {"type": "object", "properties": {"a": {}}}}}
+    before = copy.deepcopy(given)
+    compiled(given)
+    assert given == before
+
+
+def test_a_schema_closed_only_through_all_of_still_refuses_an_undeclared_argument():
+    schema = compiled({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}]})
+    assert pointers(schema, {"a": "x", "note": "y"}) == ["/note"]
+    assert pointers(schema, {"a": "x"}) == []
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"additionalProperties": True},
+        {"additionalProperties": {"type": "string"}},
+        {"patternProperties": {"^x_": {}}},
+        {"unevaluatedProperties": True},
+    ],
+)
+def test_a_schema_that_allows_extra_arguments_keeps_them_as_partial(extra):
+    schema = compiled({"type": "object", "properties": {"a": {"type": "string"}}, **extra})
+    assert schema.undeclared({"a": "x", "x_note": "y"}) == []
+    assert schema.partial_arguments({"a": "x", "x_note": "y"}) == ["x_note"]
+
+
+def test_a_schema_that_forbids_extras_explicitly_is_closed():
+    for extra in ({"additionalProperties": False}, {"unevaluatedProperties": False}):
+        schema = compiled({"type": "object", "properties": {"a": {"type": "string"}}, **extra})
+        assert schema.undeclared({"a": "x", "note": "y"}) == ["note"]
+
+
+def test_formats_are_checked():
+    schema = compiled(
+        {"type": "object", "properties": {"to": {"type": "string", "format": "email"}}}
+    )
+    assert pointers(schema, {"to": "not an address"}) == ["/to"]
+    assert pointers(schema, {"to": "ana@example.org"}) == []

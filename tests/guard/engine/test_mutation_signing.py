@@ -145,3 +145,36 @@ def test_a_key_shorter_than_16_bytes_or_not_bytes_is_refused():
 
 def test_the_keys_never_show_in_their_repr():
     assert repr(Keys.from_secret(string.ascii_letters)) == "Keys(...)"
+
+
+def signed(payload: dict, key: bytes = TOKEN_KEY) -> str:
+    body = canonical_json(payload).encode("utf-8")
+    mac = hmac.new(key, body, hashlib.sha256).digest()
+    encode = base64.urlsafe_b64encode
+    return f"stw1.{encode(body).rstrip(b'=').decode()}.{encode(mac).rstrip(b'=').decode()}"
+
+
+def test_a_token_of_another_version_or_prefix_is_not_ours():
+    check = ToolCheck(lab_catalogue(), key=KEY)
+    history = check.new_history("s")
+    call = {"tool": "pay", "arguments": {"amount": 5}}
+    token = check.issue_token(call, session=history, now=NOW, ttl=60)
+    assert "=" not in token
+    payload = opened(token)
+    assert check.check(call, session=history, token=signed(payload), now=NOW).reasons == (
+        "confirmed",
+    )
+    newer = signed({**payload, "v": 2})
+    assert check.check(call, session=history, token=newer, now=NOW).reasons == ("token_invalid",)
+    renamed = "stw2." + token.split(".", 1)[1]
+    assert check.check(call, session=history, token=renamed, now=NOW).reasons == ("token_invalid",)
+
+
+def test_a_history_signed_with_another_key_is_refused_saying_so():
+    check = ToolCheck(lab_catalogue(), key=KEY)
+    other = ToolCheck(lab_catalogue(), key=b"another key that is long enough")
+    decision = check.check(
+        {"tool": "pay", "arguments": {"amount": 5}}, session=other.new_history("s")
+    )
+    assert decision.reasons == ("history_invalid",)
+    assert decision.detail["problem"] == "the history is not signed with this check's key"
