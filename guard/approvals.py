@@ -166,6 +166,9 @@ def approval_deny(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
     with transaction.atomic():
         request = _locked(actor, request)
         _answered(actor, request, ApprovalRequest.Status.DENIED, "refuse")
+        from guard.counters import count
+
+        count(actor.organisation, request.tool, "confirmation_denied")
     return request
 
 

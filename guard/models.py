@@ -69,3 +69,108 @@ class ApprovalRequest(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.PENDING and timezone.now() < self.expires_at
+
+
+class Effect(models.Model):
+    """The executor's ledger: one row per intent, written before the effect, keyed by the intent.
+
+    A row is `claimed` before the tool is called and `done` once its result is known; a retry finds
+    the row and gets the recorded result instead of a second effect. A `claimed` row found by a
+    later attempt means an earlier one may have had its effect: the tool is called again with the
+    same key only when it replays keys (`idempotent`), and the outcome is UNCERTAIN otherwise.
+    """
+
+    class Status(models.TextChoices):
+        CLAIMED = "claimed", "claimed"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        BLOCKED = "blocked", "blocked"
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="effects")
+    key = models.CharField(max_length=80)
+    session = models.ForeignKey(
+        GuardSession, null=True, blank=True, on_delete=models.CASCADE, related_name="effects"
+    )
+    agent = models.CharField(max_length=128)
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(help_text="redacted")
+    compensation_of = models.IntegerField(null=True, blank=True)
+    step = models.IntegerField(default=0, help_text="the session's step the key was derived at")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CLAIMED)
+    result = models.JSONField(null=True, blank=True)
+    history_index = models.IntegerField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    replays = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "key"], name="effect_key_once")
+        ]
+
+
+class PendingStep(models.Model):
+    """The outbox of a write's secondary steps (its audit trail, a notification).
+
+    Written in the transaction that marks the effect done; a step that failed is reconciled by a
+    Celery task, which runs that step again and never the main write.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        DONE = "done", "done"
+        GAVE_UP = "gave_up", "gave up"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="pending_steps"
+    )
+    effect = models.ForeignKey(Effect, on_delete=models.CASCADE, related_name="steps")
+    name = models.CharField(max_length=300, help_text="the step's dotted path")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    last_error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+
+
+class ToolCounter(models.Model):
+    """One counter of the executor's panel, per organisation and tool."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="tool_counters"
+    )
+    tool = models.CharField(max_length=200)
+    name = models.CharField(max_length=40)
+    value = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "tool", "name"], name="counter_once")
+        ]
+
+
+class WriteSwitch(models.Model):
+    """Writes switched off (or back on) for one tool, or for every tool when `tool` is empty.
+
+    Reads stay available whatever the switches say: the field notebook's rollback to read-only.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="write_switches"
+    )
+    tool = models.CharField(max_length=200, blank=True)
+    writes_enabled = models.BooleanField(default=True)
+    changed_by = models.CharField(max_length=200)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "tool"], name="write_switch_once")
+        ]

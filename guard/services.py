@@ -158,6 +158,12 @@ def _controls(
     return result
 
 
+def _secret(check: engine.ToolCheck, call: dict[str, Any]) -> frozenset[str]:
+    """The arguments the catalogue marks secret for the call's tool: redacted in every event."""
+    known = check.catalogue.tools.get(str(call.get("tool") or ""))
+    return known.secret if known is not None else frozenset()
+
+
 @transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event."""
@@ -196,6 +202,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
         reasons=list(result["reasons"]),
         rule=result.get("rule") or "",
         detail={"call": call, "detail": result.get("detail", {})},
+        secret_keys=_secret(check, call),
     )
     return result
 

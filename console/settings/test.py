@@ -22,7 +22,9 @@ STORAGES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, so that a real worker process sees the rows the tests write.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-stalwart.sqlite3")}
+    # STALWART_TEST_DB names another file, so that two runs on one machine do not share one.
+    name = os.environ.get("STALWART_TEST_DB") or str(VAR_DIR / "test-stalwart.sqlite3")
+    DATABASES["default"]["TEST"] = {"NAME": name}
 if os.environ.get("STALWART_DATABASE_NAME"):
     # A worker process started by the tests reads the test database by its real name.
     DATABASES["default"]["NAME"] = os.environ["STALWART_DATABASE_NAME"]

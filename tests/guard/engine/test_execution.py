@@ -1,0 +1,189 @@
+"""The executor's rules without I/O: intent keys, the session's step, counters, tenancy, undo."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guard.engine import load_catalogue
+from guard.engine.execution import (
+    COUNTERS,
+    OUTCOMES,
+    foreign_tenant,
+    intent_key,
+    intent_step,
+    schema_counter,
+    undo_plan,
+)
+
+BASE = {
+    "organisation": "1",
+    "session": "s-1",
+    "agent": "till",
+    "tool": "pay",
+    "arguments": {"account": "A-1", "amount": 10},
+    "step": 0,
+}
+
+
+def test_the_same_intent_gives_the_same_key_whatever_the_order_of_its_arguments():
+    again = {**BASE, "arguments": {"amount": 10, "account": "A-1"}}
+    assert intent_key(**BASE) == intent_key(**again)
+    assert intent_key(**BASE).startswith("ik1-") and len(intent_key(**BASE)) == 4 + 64
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"organisation": "2"},
+        {"session": "s-2"},
+        {"agent": "desk"},
+        {"tool": "unpay"},
+        {"arguments": {"account": "A-1", "amount": 11}},
+        {"arguments": {"account": "A-1", "amount": 10, "memo": ""}},
+        {"step": 1},
+        {"compensation_of": 0},
+    ],
+)
+def test_every_part_of_the_intent_changes_the_key(change):
+    assert intent_key(**{**BASE, **change}) != intent_key(**BASE)
+
+
+def test_an_undo_of_one_entry_is_not_an_undo_of_another():
+    assert intent_key(**BASE, compensation_of=0) != intent_key(**BASE, compensation_of=1)
+
+
+def call(tool, **arguments):
+    return {"tool": tool, "arguments": arguments}
+
+
+def test_the_step_leaves_out_the_calls_at_the_end_that_are_this_same_call():
+    pay = call("pay", account="A-1", amount=10)
+    assert intent_step([], "pay", pay["arguments"]) == 0
+    assert intent_step([pay], "pay", pay["arguments"]) == 0
+    assert intent_step([pay, pay], "pay", pay["arguments"]) == 0
+    look = call("look", account="A-1")
+    assert intent_step([pay, look], "pay", pay["arguments"]) == 2
+    assert intent_step([look, pay], "pay", pay["arguments"]) == 1
+    other = call("pay", account="A-1", amount=11)
+    assert intent_step([other], "pay", pay["arguments"]) == 1
+    assert intent_step([call("unpay", account="A-1", amount=10)], "pay", pay["arguments"]) == 1
+
+
+def test_an_undo_at_the_end_is_not_a_copy_of_the_call():
+    undo = {**call("pay", account="A-1", amount=10), "compensation_of": 0}
+    assert intent_step([undo], "pay", {"account": "A-1", "amount": 10}) == 1
+
+
+def test_a_retry_after_the_call_was_recorded_has_the_key_of_the_first_attempt():
+    pay = call("pay", account="A-1", amount=10)
+    before = intent_key(**{**BASE, "step": intent_step([], "pay", pay["arguments"])})
+    after = intent_key(**{**BASE, "step": intent_step([pay], "pay", pay["arguments"])})
+    assert before == after
+
+
+@given(
+    st.lists(st.sampled_from(["pay", "look"]), max_size=8),
+    st.integers(min_value=0, max_value=4),
+)
+def test_the_step_never_exceeds_the_history_and_copies_do_not_move_it(tools, copies):
+    entries = [call(tool, n=1) for tool in tools]
+    step = intent_step(entries, "pay", {"n": 2})
+    assert step == len(entries)
+    with_copies = entries + [call("pay", n=2)] * copies
+    assert intent_step(with_copies, "pay", {"n": 2}) == len(entries)
+
+
+@pytest.mark.parametrize(
+    ("decision", "counter"),
+    [
+        ({"decision": "allow", "reasons": ["allow"], "detail": {"step": 13}}, "schema_valid"),
+        ({"decision": "confirm", "reasons": ["write"], "detail": {"step": 11}}, "schema_valid"),
+        (
+            {"decision": "refuse", "reasons": ["argument_schema: at /x"], "detail": {"step": 3}},
+            "schema_rejected",
+        ),
+        ({"decision": "refuse", "reasons": ["order_rule"], "detail": {"step": 5}}, "schema_valid"),
+        ({"decision": "refuse", "reasons": ["unknown_tool"], "detail": {"step": 1}}, None),
+        ({"decision": "refuse", "reasons": ["history_invalid"], "detail": {"step": 2}}, None),
+        ({"decision": "refuse", "reasons": ["tool_disabled"], "detail": {}}, "schema_valid"),
+        ({"decision": "confirm", "reasons": ["write"], "detail": {"step": 1}}, "schema_valid"),
+    ],
+)
+def test_which_counter_a_decision_counts_in(decision, counter):
+    assert schema_counter(decision) == counter
+
+
+def test_an_argument_naming_another_tenant_is_found():
+    assert foreign_tenant({"order_id": "1", "tenant": "b"}, "a") == "tenant"
+    assert foreign_tenant({"Organisation": "b"}, "a") == "Organisation"
+    assert foreign_tenant({"tenant": "a", "org_id": "b"}, "a") == "org_id"
+    assert foreign_tenant({"tenant": "a"}, "a") is None
+    assert foreign_tenant({"owner": "b"}, "a") is None
+    assert foreign_tenant({}, "a") is None
+
+
+CATALOGUE = {
+    "agents": {"till": {"tools": ["pay", "unpay", "ship", "stamp", "look"]}},
+    "tools": [
+        {
+            "name": "pay",
+            "kind": "write",
+            "parameters": {"type": "object", "properties": {"account": {}, "amount": {}}},
+            "compensation": {
+                "tool": "unpay",
+                "bind": {"account": "arguments.account", "receipt": "result.receipt"},
+            },
+        },
+        {
+            "name": "unpay",
+            "kind": "write",
+            "parameters": {"type": "object", "properties": {"account": {}, "receipt": {}}},
+        },
+        {"name": "ship", "kind": "write", "irreversible": True, "parameters": {"type": "object"}},
+        {"name": "stamp", "kind": "write", "parameters": {"type": "object"}},
+        {"name": "look", "kind": "read", "parameters": {"type": "object"}},
+    ],
+}
+
+
+def test_the_undo_goes_last_first_and_says_what_cannot_be_undone():
+    catalogue = load_catalogue(CATALOGUE)
+    entries = [
+        {"tool": "pay", "arguments": {"account": "A"}, "result": {"receipt": "R1"}},
+        {"tool": "ship", "arguments": {}, "result": {}},
+        {"tool": "stamp", "arguments": {}, "result": {}},
+        {"tool": "pay", "arguments": {"account": "B"}, "result": {}},
+        {"tool": "gone", "arguments": {}, "result": {}},
+    ]
+    plan = undo_plan(catalogue, entries, [0, 1, 2, 3, 4, 4, 9, -1])
+    assert [(step.index, step.status) for step in plan] == [
+        (4, "not_compensated"),
+        (3, "unbound"),
+        (2, "not_compensated"),
+        (1, "irreversible"),
+        (0, "compensate"),
+    ]
+    assert plan[1].missing == ("receipt",) and plan[1].compensation == "unpay"
+    assert plan[4].arguments == {"account": "A", "receipt": "R1"}
+    assert plan[4].compensation == "unpay" and plan[4].tool == "pay"
+
+
+def test_writes_already_undone_are_left_out():
+    catalogue = load_catalogue(CATALOGUE)
+    entries = [{"tool": "ship", "arguments": {}, "result": {}}] * 2
+    assert [step.index for step in undo_plan(catalogue, entries, [0, 1], undone=[1])] == [0]
+
+
+def test_the_names_are_the_products_contract():
+    assert COUNTERS == (
+        "schema_valid",
+        "schema_rejected",
+        "blocked_actions",
+        "duplicates_suppressed",
+        "confirmation_denied",
+        "partial_results",
+        "effects",
+    )
+    assert {"SUCCEEDED", "PARTIAL", "REJECTED", "BLOCKED", "CANCELLED"} <= set(OUTCOMES)
