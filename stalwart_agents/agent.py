@@ -1,11 +1,21 @@
-"""`Agent`: an agent.yaml read on this machine, with its catalogue, facts and compiled rulebook."""
+"""`Agent`: an agent.yaml read on this machine, with its catalogue, facts and compiled rulebook.
+
+`Agent(..., verify=True)`, the default, proves the agent before its first turn, at construction:
+the graph of agent.yaml, its tools' sources and the rulebook record it runs under are proved by
+the engine `stalwart verify` runs (`proof.engine`, in this process; the tools' sources are read,
+never run, and must be the very files the agent imported). A rebuilt, identical graph is answered from the engine's process-wide cache, keyed by the
+graph's digest. A finding whose rule stops `Agent(...)` (every Vulnerability of the chapter's
+table), a question left undecided that such a rule asks, a disagreement of the two engines, and a
+proof that could not run at all raise `NotVerified`: the agent is not built and nothing runs.
+`verify=False` skips the proof.
+"""
 
 from __future__ import annotations
 
 import importlib
 import secrets
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +26,57 @@ from rulebooks import compiler
 
 class AgentFileError(Exception):
     """An agent.yaml (or a file it names) that cannot be read; the message names file and place."""
+
+
+class NotVerified(Exception):
+    """The proof stops this agent, or could not be made: the agent is not built, nothing runs.
+
+    `findings` are the findings that stop it (a rule that stops `Agent(...)`, a question of such a
+    rule left undecided, an engine disagreement), empty when no proof could be made; `report` is
+    the proof's whole `Report`, or None when there is none.
+    """
+
+    def __init__(self, message: str, *, findings: Sequence[Any] = (), report: Any = None) -> None:
+        super().__init__(message)
+        self.findings: tuple[Any, ...] = tuple(findings)
+        self.report = report
+
+
+def stopping_findings(report: Any) -> tuple[list[Any], list[Any]]:
+    """(findings that stop the agent, findings that leave its proof unfinished) of a report.
+
+    A finding stops the agent when its rule says so (the registry's `stops_agent`). The proof is
+    unfinished when the engines disagree (QG312) or a question is undecided (QG006) that a rule
+    which stops the agent asks, or about steps beyond the bounds, where any rule may fire: an
+    undecided answer is never read as a clean one.
+    """
+    from proof.engine import BY_ID
+
+    stops = [f for f in report.findings if f.stops_agent]
+    unfinished = [
+        f
+        for f in report.findings
+        if f.rule == "QG312"
+        or (f.rule == "QG006" and (f.subject not in BY_ID or BY_ID[f.subject].stops_agent))
+    ]
+    return stops, unfinished
+
+
+def _listed(findings: Sequence[Any], limit: int = 5) -> str:
+    shown = [f"{f.rule} on {f.subject}" + (f" ({f.where})" if f.where else "") for f in findings]
+    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
+    return "; ".join(shown[:limit]) + more
+
+
+def _same_source(module: Any, proved: Any) -> bool:
+    """Whether an imported module was loaded from the very text the proof read."""
+    file = getattr(module, "__file__", None)
+    if not file or not isinstance(proved, str):
+        return False
+    try:
+        return Path(file).read_text(encoding="utf-8") == proved
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -52,7 +113,11 @@ def _python_modules(data: Mapping[str, Any], folder: Path) -> dict[str, list]:
 
 
 class Agent:
-    """An agent file read on this machine (`Agent.from_file("agent.yaml", context=...)`)."""
+    """An agent file read on this machine (`Agent.from_file("agent.yaml", context=...)`).
+
+    Built with `verify=True` (the default), it is proved first (see the module docstring) and
+    `report` holds the proof's report; `NotVerified` is raised instead when the proof stops it.
+    """
 
     def __init__(
         self,
@@ -62,6 +127,8 @@ class Agent:
         rules: Rules,
         context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
         modules: Mapping[str, list] | None = None,
+        verify: bool = True,
+        source: str | None = None,
     ) -> None:
         self.file = file
         self.path = path
@@ -69,10 +136,73 @@ class Agent:
         self.context = context
         self.modules = dict(modules or {})
         self._conversations: dict[tuple, Any] = {}
+        self._source = source
+        self.report: Any = None
+        if verify:
+            self.report = self._verify()
+
+    def _input(self) -> Any:
+        """agent.yaml as read (its text, once) and what it names, with the record it runs under."""
+        from stalwart_agents.cli_verify import read_agent
+
+        given = read_agent(self.path, text=self._source, rulebook=self._rules.record)
+        self._source = given.text
+        return given
+
+    def _verify(self) -> Any:
+        """Prove this agent; return the report, or raise `NotVerified` (never a clean result
+        from a proof that did not finish)."""
+        from stalwart_agents.cli_verify import VerifyError, verify_agent_input
+
+        try:
+            given = self._input()
+            report = verify_agent_input(self.path, given)
+        except VerifyError as exc:
+            raise NotVerified(f"the proof could not run: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - no proof is never a clean proof: refuse to run
+            problems = getattr(exc, "problems", None)
+            detail = "; ".join(str(p) for p in problems) if problems else str(exc)
+            raise NotVerified(f"the proof could not run: {detail or type(exc).__name__}") from exc
+        for name, relative in sorted(given.modules.items()):
+            if name in self.modules and not _same_source(
+                sys.modules.get(name), given.files.get(relative)
+            ):
+                raise NotVerified(
+                    f"the module `{name}` this agent imported is not the source proved "
+                    f"(`{relative}` beside {self.path.name}): nothing runs that was not proved",
+                    report=report,
+                )
+        stops, unfinished = stopping_findings(report)
+        if stops:
+            raise NotVerified(
+                f"the proof of {self.path.name} found {len(stops)} finding(s) that stop this "
+                f"agent: {_listed(stops)}",
+                findings=stops,
+                report=report,
+            )
+        if unfinished:
+            raise NotVerified(
+                f"the proof of {self.path.name} did not finish: {_listed(unfinished)}",
+                findings=unfinished,
+                report=report,
+            )
+        return report
+
+    def export(self) -> dict[str, Any]:
+        """The agents' graph as a `qls-graph/1` document: what the proof reads, and what
+        `Client().verify_graph(...)` sends as a job."""
+        from stalwart_agents.cli_verify import build_agent_input
+
+        return build_agent_input(self.path, self._input())
 
     @classmethod
     def from_file(
-        cls, path: str | Path, *, context: Any = None, colang_version: str | None = None
+        cls,
+        path: str | Path,
+        *,
+        context: Any = None,
+        colang_version: str | None = None,
+        verify: bool = True,
     ) -> Agent:
         path = Path(path)
         try:
@@ -94,6 +224,8 @@ class Agent:
             rules=cls._compile(path, agent_file, colang_version),
             context=context,
             modules=modules,
+            verify=verify,
+            source=text,
         )
 
     @staticmethod

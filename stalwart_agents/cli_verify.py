@@ -23,7 +23,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,14 @@ def _relative(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
 
 
-def collect_files(agent_path: Path, text: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The files agent.yaml names, read relative to it: (files by relative path, modules)."""
+def collect_files(
+    agent_path: Path, text: str, *, record: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The files agent.yaml names, read relative to it: (files by relative path, modules).
+
+    `record`, when given, is the record the caller already holds for the file's rulebook (an
+    `Agent` proves the record it runs under); it stands for the file, which is not read.
+    """
     from proof.engine import module_candidates
 
     base = agent_path.parent
@@ -122,7 +129,9 @@ def collect_files(agent_path: Path, text: str) -> tuple[dict[str, Any], dict[str
     if not isinstance(data, dict):
         return files, modules
     rulebook = data.get("rulebook")
-    if isinstance(rulebook, str):
+    if isinstance(rulebook, str) and record is not None:
+        files[Path(os.path.normpath(rulebook)).as_posix()] = dict(record)
+    elif isinstance(rulebook, str):
         target = base / rulebook
         key = Path(os.path.normpath(rulebook)).as_posix()
         if target.is_dir():
@@ -156,6 +165,60 @@ def collect_files(agent_path: Path, text: str) -> tuple[dict[str, Any], dict[str
     return files, modules
 
 
+@dataclass(frozen=True)
+class AgentInput:
+    """agent.yaml's text and the files it names, as the engine takes them."""
+
+    text: str
+    files: dict[str, Any]
+    modules: dict[str, str]
+
+
+def read_agent(
+    path: Path, *, text: str | None = None, rulebook: Mapping[str, Any] | None = None
+) -> AgentInput:
+    """Read agent.yaml (unless its `text` is given) and the files it names, relative to it."""
+    if text is None:
+        text = _read_text(path, str(path))
+    files, modules = collect_files(path, text, record=rulebook)
+    return AgentInput(text, files, modules)
+
+
+def verify_agent_input(
+    path: Path,
+    given: AgentInput,
+    *,
+    depth: int = 60,
+    turns: int = 3,
+    overlay: Any = None,
+    progress: Any = None,
+) -> Any:
+    """The proof's `Report` of an agent file: what `stalwart verify agent.yaml` prints and what
+    `Agent(..., verify=True)` decides on. Raises the engine's `ConfigInvalid`/`GraphInvalid` for
+    a file that cannot be proved."""
+    from proof.engine import verify_agent_file
+
+    return verify_agent_file(
+        given.text,
+        files=given.files,
+        modules=given.modules,
+        depth=depth,
+        turns=turns,
+        filename=path.name,
+        overlay=overlay,
+        progress=progress,
+    )
+
+
+def build_agent_input(path: Path, given: AgentInput) -> dict[str, Any]:
+    """The `qls-graph/1` document of an agent file: the graph `verify_agent_input` proves."""
+    from proof.engine import build_agent_graph
+
+    return build_agent_graph(
+        given.text, files=given.files, modules=given.modules, filename=path.name
+    )
+
+
 def _render(report: Any, fmt: str) -> str:
     from proof.engine import render_json, render_sarif, render_text
 
@@ -164,7 +227,7 @@ def _render(report: Any, fmt: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print; raise `VerifyError` for what stops it (see `handle`)."""
-    from proof.engine import ConfigInvalid, GraphInvalid, verify_agent_file, verify_graph
+    from proof.engine import ConfigInvalid, GraphInvalid, verify_graph
 
     path = Path(args.agent)
     overlay = _read_json(Path(args.overlay), args.overlay) if args.overlay else None
@@ -177,15 +240,11 @@ def run(args: argparse.Namespace) -> int:
                 doc = merge_overlay(doc, overlay)
             report = verify_graph(doc, depth=args.depth, turns=args.turns, file=path.name)
         else:
-            text = _read_text(path, args.agent)
-            files, modules = collect_files(path, text)
-            report = verify_agent_file(
-                text,
-                files=files,
-                modules=modules,
+            report = verify_agent_input(
+                path,
+                read_agent(path, text=_read_text(path, args.agent)),
                 depth=args.depth,
                 turns=args.turns,
-                filename=path.name,
                 overlay=overlay,
             )
     except ConfigInvalid as error:

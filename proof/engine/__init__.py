@@ -4,7 +4,8 @@
   `stalwart verify` does; `verify_graph(doc, ...)` for a `qls-graph/1` document given whole;
 - `build_agent_graph(...)` -> the `qls-graph/1` document; `load_graph(doc)` -> `Graph` or
   `GraphInvalid` (every problem with its JSON path); `merge_overlay(doc, overlay)`;
-- `prove(graph, depth=, turns=)` -> `ProofResult` (two engines, compared; cached by digest);
+- `prove(graph, depth=, turns=, progress=)` -> `ProofResult` (two engines, compared; cached by
+  digest; `progress(answered, total)` is told as the questions are decided);
 - `hunt(result)` -> findings; `REGISTRY` / `render_rules_table()` -> the rules;
 - `render_text`, `render_json`, `render_sarif` -> the report, three ways.
 
@@ -24,6 +25,7 @@ from .prove import (
     DEFAULT_DEPTH,
     DEFAULT_MAX_STATES,
     DEFAULT_TURNS,
+    Progress,
     ProofCache,
     ProofResult,
     prove,
@@ -57,6 +59,7 @@ __all__ = [
     "ProofCache",
     "ProofError",
     "ProofResult",
+    "Progress",
     "Report",
     "RuleInfo",
     "SourceUnreadable",

@@ -12,13 +12,17 @@ dropped because the other engine missed it).
 
 Results are cached by the graph's digest with the depth, the turns and the state budget
 (`ProofCache`): `Agent(..., verify=True)` proves a rebuilt, identical graph once.
+
+`progress`, when given, is called as `progress(answered, total)` while the questions are decided:
+`total` counts every question twice (once per engine), and `answered` grows as each engine
+finishes (a cached result answers at once). It is told, never asked: it changes no result.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,9 @@ DEFAULT_TURNS = 3
 DEFAULT_MAX_STATES = 500_000
 #: The version of the prover's semantics; part of every cache key.
 PROVER_VERSION = "1"
+
+#: `progress(answered, total)`: how many of the questions' answers (two per question) are in.
+Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -153,11 +160,20 @@ def _steps(graph: Graph, path) -> list[WitnessStep]:
     return numbered
 
 
-def _prove(graph: Graph, depth: int, turns: int, max_states: int) -> ProofResult:
+def _prove(
+    graph: Graph, depth: int, turns: int, max_states: int, progress: Progress | None = None
+) -> ProofResult:
     questions = ask(graph)
     model = build_model(graph, questions.obligations, questions.cycles, depth=depth, turns=turns)
+    asked = len(model.obligations) + len(model.cycles)
+    if progress is not None:
+        progress(0, 2 * asked)
     found: SearchResult = search(model, max_states=max_states)
+    if progress is not None:
+        progress(asked, 2 * asked)
     fixed: FixpointResult = fixpoint(model, max_states=max_states)
+    if progress is not None:
+        progress(2 * asked, 2 * asked)
     answers: list[Answer] = []
     disagreements: list[Disagreement] = []
     for index, obligation in enumerate(model.obligations):
@@ -257,6 +273,7 @@ def prove(
     turns: int = DEFAULT_TURNS,
     max_states: int = DEFAULT_MAX_STATES,
     cache: ProofCache | None = DEFAULT_CACHE,
+    progress: Progress | None = None,
 ) -> ProofResult:
     """Prove a graph (a document, validated here, or a loaded `Graph`); see the module docstring."""
     if min(depth, turns, max_states) < 1:
@@ -266,8 +283,11 @@ def prove(
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
+            if progress is not None:
+                done = 2 * (len(hit.model.obligations) + len(hit.model.cycles))
+                progress(done, done)
             return hit
-    result = _prove(loaded, depth, turns, max_states)
+    result = _prove(loaded, depth, turns, max_states, progress)
     if cache is not None:
         cache.put(key, result)
     return result

@@ -44,6 +44,7 @@ from .prove import (
     DEFAULT_DEPTH,
     DEFAULT_MAX_STATES,
     DEFAULT_TURNS,
+    Progress,
     ProofCache,
     prove,
 )
@@ -306,8 +307,11 @@ def _report(
     advisories: Sequence[Advisory],
     max_states: int,
     cache: ProofCache | None,
+    progress: Progress | None = None,
 ) -> Report:
-    result = prove(graph, depth=depth, turns=turns, max_states=max_states, cache=cache)
+    result = prove(
+        graph, depth=depth, turns=turns, max_states=max_states, cache=cache, progress=progress
+    )
     hunted = hunt(result, advisories)
     rulebook = None
     if graph.rulebook is not None:
@@ -348,6 +352,7 @@ def verify_agent_file(
     advisories: Iterable[Any] | None = None,
     max_states: int = DEFAULT_MAX_STATES,
     cache: ProofCache | None = DEFAULT_CACHE,
+    progress: Progress | None = None,
 ) -> Report:
     """Lint, compile, build, prove and hunt an agent file (see the module docstring)."""
     known = _advisories(advisories)
@@ -369,6 +374,7 @@ def verify_agent_file(
         advisories=known,
         max_states=max_states,
         cache=cache,
+        progress=progress,
     )
 
 
@@ -382,10 +388,12 @@ def verify_graph(
     advisories: Iterable[Any] | None = None,
     max_states: int = DEFAULT_MAX_STATES,
     cache: ProofCache | None = DEFAULT_CACHE,
+    progress: Progress | None = None,
 ) -> Report:
     """Prove and hunt a `qls-graph/1` document given whole (`GraphInvalid` when it is not one).
 
-    `files` are the tools' sources and other files for the code checks, when the caller has them.
+    `files` are the tools' sources and other files for the code checks, when the caller has them;
+    `progress` is told how many questions are answered (see `prove`).
     """
     graph = load_graph(doc)
     return _report(
@@ -398,4 +406,5 @@ def verify_graph(
         advisories=_advisories(advisories),
         max_states=max_states,
         cache=cache,
+        progress=progress,
     )

@@ -1,0 +1,1 @@
+"""The proofs' API under /v1/: submit a graph-proof job, follow it, download its report."""
