@@ -24,6 +24,8 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "api_keys.manage": frozenset({Role.ADMIN}),
     "health.read": frozenset(Role.values),
     "controls.write": frozenset({Role.ADMIN, Role.EDITOR}),
+    # The executor's panel (counters, write switches, ledger) and its Prometheus endpoint.
+    "tools.read": frozenset(Role.values),
     "guard.check": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "approvals.read": frozenset({Role.ADMIN, Role.APPROVER, Role.EDITOR}),
     "approvals.answer": frozenset({Role.ADMIN, Role.APPROVER}),
@@ -34,6 +36,8 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "firewall.write": frozenset({Role.ADMIN, Role.EDITOR}),
     # Evaluating records events and counts matches: the runtime's keys and the people who run it.
     "firewall.evaluate": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
+    "proofs.read": frozenset(Role.values),
+    "proofs.run": frozenset({Role.ADMIN, Role.EDITOR}),
 }
 
 

@@ -8,6 +8,8 @@ from django.http import HttpResponse
 from django.urls import reverse
 
 OPEN_PREFIXES = ("/v1/", "/static/")
+# Prometheus scrapes `/metrics` with an API key; the view authenticates it like the API does.
+OPEN_PATHS = ("/metrics",)
 
 
 class LoginRequiredMiddleware:
@@ -21,6 +23,7 @@ class LoginRequiredMiddleware:
             not request.user.is_authenticated
             and path != login
             and not path.startswith(OPEN_PREFIXES)
+            and path not in OPEN_PATHS
         ):
             if getattr(request, "htmx", False):
                 # htmx would swap the login page into a fragment; send the browser there instead.

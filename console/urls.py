@@ -7,6 +7,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from console import views
+from guard import panel as guard_panel
 from router import views as router_views
 
 urlpatterns = [
@@ -37,8 +38,13 @@ urlpatterns = [
     path("rulebooks/", include("rulebooks.urls")),
     path("v1/", include("rulebooks.api.urls")),
     path("approvals/", include("guard.urls")),
+    path("tools/", guard_panel.tools_page, name="tools"),
+    path("tools/writes", guard_panel.writes_switch, name="tools-writes"),
+    path("metrics", guard_panel.MetricsView.as_view(), name="metrics"),
     path("try/", include("router.urls")),
     path("v1/plan", router_views.PlanView.as_view(), name="api-plan"),
     path("v1/", include("guard.api.urls")),
     path("v1/", include("console.api.urls")),
+    path("proofs/", include("proof.urls")),
+    path("v1/", include("proof.api.urls")),
 ]

@@ -20,10 +20,12 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guard import engine
+from guard.engine import execution
+from guard.engine.execution import ExecutionContext, Replayed
 
 
 class SelectorUnavailableError(Exception):
@@ -68,6 +70,19 @@ class ApprovalTimeout(Exception):
     """Nobody answered in time; the call is not made."""
 
 
+class ProofUnfinished(Exception):
+    """A graph proof that gave no result: it ended in error, or did not finish in time.
+
+    Never read as a clean proof. `status` is the job's last status (`error`, `queued`,
+    `running`), `job` the console's last answer about it (None in this process).
+    """
+
+    def __init__(self, message: str, *, status: str, job: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.job = dict(job) if job is not None else None
+
+
 Context = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
 
 
@@ -105,6 +120,85 @@ class Client:
             )
             return RemoteSession(self, body["id"], agent)
         return LocalSession(agent, engine.ToolCheck(catalogue, key=self._key, rulebook=rulebook))
+
+    def verify_graph(
+        self,
+        graph: Mapping[str, Any],
+        *,
+        catalogue: Mapping[str, Any] | None = None,
+        rulebook: Mapping[str, Any] | str | None = None,
+        session_steps: int | None = None,
+        turns: int | None = None,
+        name: str | None = None,
+        timeout: float = 300.0,
+        poll: float = 1.0,
+    ) -> dict[str, Any]:
+        """Prove an agents' graph (`agent.export()`) and return its report (`stalwart-verify/1`).
+
+        `catalogue` (`agent.catalogue()`) and `rulebook` (a record, or Colang text) stand for the
+        graph's own; `session_steps` is the depth proved to (default 60), `turns` the turns (3).
+        Against the console the graph is submitted as a job (`POST /v1/proofs`) and followed
+        until it finishes; in this process the same engine proves it here. The report's
+        `gate.passed` says whether the gate passes. Raises `RequestRefused` for a job that is not
+        valid (every error by field path), `ProofUnfinished` when the job ends in error or does
+        not finish within `timeout` seconds: an unfinished proof is never returned as clean.
+        """
+        if not self.remote:
+            return _verify_here(
+                graph,
+                catalogue=catalogue,
+                rulebook=rulebook,
+                session_steps=session_steps,
+                turns=turns,
+                name=name,
+            )
+        body: dict[str, Any] = {"graph": graph}
+        for key, value in (
+            ("catalogue", catalogue),
+            ("rulebook", rulebook),
+            ("session_steps", session_steps),
+            ("turns", turns),
+            ("name", name),
+        ):
+            if value is not None:
+                body[key] = value
+        job = self.post("/v1/proofs", body)
+        ident = job["id"]
+        deadline = time.monotonic() + timeout
+        finished = {"passed", "failed"}
+        while True:
+            answer = self.get(f"/v1/proofs/{ident}")
+            status = answer.get("status")
+            if status in finished:
+                report = answer.get("report")
+                gate = report.get("gate") if isinstance(report, dict) else None
+                if not isinstance(gate, dict) or gate.get("passed") != (status == "passed"):
+                    raise ProofUnfinished(
+                        f"the console's answer about proof {ident} holds no usable report",
+                        status=str(status),
+                        job=answer,
+                    )
+                return report
+            if status == "error":
+                raise ProofUnfinished(
+                    f"proof {ident} could not run: {answer.get('error') or 'no reason given'}",
+                    status="error",
+                    job=answer,
+                )
+            if status not in ("queued", "running"):
+                raise ProofUnfinished(
+                    f"proof {ident} is `{status}`, which is not a status of a proof",
+                    status=str(status),
+                    job=answer,
+                )
+            if time.monotonic() >= deadline:
+                raise ProofUnfinished(
+                    f"proof {ident} did not finish within {timeout:g} s (it is {status}, "
+                    f"{answer.get('progress', 0)}%)",
+                    status=str(status),
+                    job=answer,
+                )
+            time.sleep(poll)
 
     def get(self, path: str) -> Any:
         return self._send(
@@ -148,6 +242,27 @@ class Client:
             raise SelectorUnavailableError(
                 f"the console at {self.url} cannot answer: {exc}"
             ) from exc
+
+
+def _verify_here(graph: Mapping[str, Any], **given: Any) -> dict[str, Any]:
+    """`verify_graph` in this process: the job read as the console reads it, proved here."""
+    from proof import jobspec
+    from proof.engine import ProofError, report_dict, verify_graph
+
+    try:
+        spec = jobspec.spec_of(graph, **given)
+        doc = jobspec.job_document(spec)
+    except jobspec.JobInvalid as exc:
+        raise RequestRefused(400, exc.errors) from exc
+    try:
+        report = verify_graph(doc, depth=spec.session_steps, turns=spec.turns, file=spec.name)
+    except ProofError as exc:
+        raise ProofUnfinished(f"the proof could not run: {exc}", status="error") from exc
+    except Exception as exc:  # noqa: BLE001 - never a clean result from a proof that failed
+        raise ProofUnfinished(
+            f"the proof could not run: {exc or type(exc).__name__}", status="error"
+        ) from exc
+    return report_dict(report)
 
 
 class Session:
@@ -224,10 +339,43 @@ def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict
     return body
 
 
+Tool = Callable[[dict[str, Any], ExecutionContext], Any]
+Authorize = Callable[[dict[str, Any], ExecutionContext], bool]
+TIMEOUT_ATTEMPTS = 3
+
+
+def _run_tool(
+    function: Tool, arguments: Mapping[str, Any], context: ExecutionContext
+) -> tuple[str, Any]:
+    """Call the tool with the executor's key; a timeout is retried with the same key.
+
+    Returns ("result", value), ("replayed", value), ("blocked", why), ("failed", why) or
+    ("uncertain", why) when every attempt timed out (the key stays claimed: a retry replays it).
+    """
+    for attempt in range(1, TIMEOUT_ATTEMPTS + 1):
+        try:
+            value = function(dict(arguments), replace(context, attempt=attempt))
+        except TimeoutError as exc:
+            if attempt == TIMEOUT_ATTEMPTS:
+                return "uncertain", f"TimeoutError: {exc}"
+            time.sleep(0.05 * attempt)
+            continue
+        except PermissionError as exc:
+            return "blocked", str(exc)
+        except Exception as exc:  # noqa: BLE001 - reported to the console, which redacts it
+            return "failed", f"{type(exc).__name__}: {exc}"
+        if isinstance(value, Replayed):
+            return "replayed", value.result
+        return "result", value
+    raise AssertionError("unreachable")
+
+
 class LocalSession(Session):
     def __init__(self, agent: str, check: engine.ToolCheck) -> None:
         self.agent = agent
         self._check = check
+        self.tenant = "local"
+        self.ledger: dict[str, Any] = {}
         self.history = check.new_history(f"local-{uuid.uuid4()}")
         self.turns: list[str] = []
 
@@ -256,6 +404,87 @@ class LocalSession(Session):
     def record(self, tool, arguments, result, *, origins=None) -> None:  # noqa: ANN001
         call = {**_call_body(tool, arguments, origins, None), "agent": self.agent}
         self._check.record(self.history, call, result)
+
+    def execute(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Tool,
+        *,
+        origins: Mapping[str, str] | None = None,
+        labels: list[str] | None = None,
+        context: Context = None,
+        token: str | None = None,
+        authorize: Authorize | None = None,
+        user: str = "",
+    ) -> dict[str, Any]:
+        """The executor in this process: check, then run once per intent (ledger in memory).
+
+        Nobody can be asked here: a `confirm` comes back as `CONFIRM` with nothing run.
+        """
+        check = self.check_tool_call(
+            tool, arguments, origins=origins, context=context, token=token, labels=labels
+        )
+        if check.decision == "refuse":
+            kind = (
+                "REJECTED"
+                if any(r.startswith("argument_schema") for r in check.reasons)
+                else "REFUSED"
+            )
+            return {"outcome": kind, "reasons": check.reasons, "detail": check.detail}
+        known = self._check.catalogue.tools.get(tool)
+        write = known is None or known.kind != "read"
+        entries = [entry.content for entry in self.history]
+        key = ""
+        if write:
+            key = execution.intent_key(
+                organisation="local",
+                session=self.history.session,
+                agent=self.agent,
+                tool=tool,
+                arguments=arguments,
+                step=execution.intent_step(entries, tool, arguments),
+            )
+            if key in self.ledger:
+                return {
+                    "outcome": "SUCCEEDED",
+                    "key": key,
+                    "result": self.ledger[key],
+                    "duplicate": True,
+                    "reasons": ["duplicate_suppressed"],
+                }
+        named = execution.foreign_tenant(arguments, self.tenant)
+        ctx = ExecutionContext(
+            tenant=self.tenant,
+            person=user,
+            session=self.history.session,
+            agent=self.agent,
+            tool=tool,
+            key=key,
+        )
+        if named is not None or (
+            authorize is not None and authorize(dict(arguments), ctx) is not True
+        ):
+            return {
+                "outcome": "BLOCKED",
+                "reasons": [f"tenant: {named}" if named else "authorization_denied"],
+            }
+        if check.decision == "confirm":
+            return {"outcome": "CONFIRM", "reasons": check.reasons, "detail": check.detail}
+        status, value = _run_tool(function, arguments, ctx)
+        if status in ("blocked", "failed", "uncertain"):
+            kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
+            return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}
+        self.record(tool, arguments, value, origins=origins)
+        if key:
+            self.ledger[key] = value
+        return {
+            "outcome": "SUCCEEDED",
+            "key": key,
+            "result": value,
+            "duplicate": status == "replayed",
+            "reasons": check.reasons,
+        }
 
 
 class RemoteSession(Session):
@@ -289,7 +518,63 @@ class RemoteSession(Session):
         body = {**_call_body(tool, arguments, origins, None), "result": result}
         self.client.post(f"/v1/sessions/{self.id}/record", body)
 
+    def execute(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Tool,
+        *,
+        origins: Mapping[str, str] | None = None,
+        labels: list[str] | None = None,
+        context: Context = None,
+        token: str | None = None,
+        authorize: Authorize | None = None,
+        user: str = "",
+    ) -> dict[str, Any]:
+        """Run a call through the console's executor; the tool itself runs here, once per intent.
+
+        The console checks the call, applies the write switch and tenancy, asks a person when the
+        check says so (`CONFIRM` with `approval`: wait for it, then call again with the token) and
+        claims the intent's key in its ledger; only then is `function(arguments, context)` called,
+        with `context.key` to pass on to the system it writes to and `context.tenant` from the
+        API key's organisation. What it did is reported back and recorded once.
+        """
+        body = _call_body(tool, arguments, origins, labels)
+        facts = _facts(context)
+        if facts is not None:
+            body["context"] = dict(facts)
+        if token:
+            body["token"] = token
+        if user:
+            body["user"] = user
+        begun = self.client.post(f"/v1/sessions/{self.id}/execute", body)
+        if begun.get("outcome") != "RUN":
+            return begun
+        ctx = ExecutionContext(
+            tenant=begun["tenant"],
+            person=user,
+            session=self.id,
+            agent=self.agent,
+            tool=tool,
+            key=begun.get("key", ""),
+        )
+        report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key}
+        if authorize is not None and authorize(dict(arguments), ctx) is not True:
+            report["blocked"] = "the domain refused the call"
+        else:
+            status, value = _run_tool(function, arguments, ctx)
+            if status == "uncertain":
+                return {"outcome": "UNCERTAIN", "key": ctx.key, "reasons": ["timeout"]}
+            if status in ("blocked", "failed"):
+                report[status] = str(value)
+            else:
+                report["result"] = value
+                report["replayed"] = status == "replayed"
+        return self.client.post(f"/v1/sessions/{self.id}/effects", report)
+
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
+        if isinstance(check, Mapping):  # an executor's CONFIRM outcome
+            check = str(check.get("approval") or "")
         request_id = check.approval if isinstance(check, Check) else check
         if not request_id:
             raise ValueError("this check asked for no approval")

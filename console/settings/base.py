@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rulebooks",
     "guard",
     "router",
+    "proof",
 ]
 
 MIDDLEWARE = [
@@ -132,6 +133,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     # Finds events and notifications that no task was sent for (the broker was down).
     "sweep-outbox": {"task": "firewall.sweep", "schedule": 2.0},
+    # Runs the secondary steps of PARTIAL writes that are due (the outbox of guard.PendingStep).
+    "reconcile-partial": {"task": "guard.reconcile", "schedule": 5.0},
+    # Re-sends queued graph proofs and retries those whose worker was lost (their lease lapsed).
+    "sweep-proofs": {"task": "proof.sweep", "schedule": 5.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -172,3 +177,8 @@ STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))
 
 # How long the health check waits for a worker to answer its ping task.
 STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TIMEOUT", "3"))
+
+# Graph-proof jobs: a worker's lease on a job (renewed while it proves), and the attempts made
+# before a job whose workers keep being lost ends `error`.
+STALWART_PROOF_LEASE_SECONDS = float(os.environ.get("STALWART_PROOF_LEASE_SECONDS", "60"))
+STALWART_PROOF_MAX_ATTEMPTS = int(os.environ.get("STALWART_PROOF_MAX_ATTEMPTS", "3"))

@@ -21,6 +21,16 @@ urlpatterns = [
     path(
         "sessions/<uuid:session_id>/read", views.SessionReadView.as_view(), name="api-session-read"
     ),
+    path(
+        "sessions/<uuid:session_id>/execute",
+        views.SessionExecuteView.as_view(),
+        name="api-session-execute",
+    ),
+    path(
+        "sessions/<uuid:session_id>/effects",
+        views.SessionEffectView.as_view(),
+        name="api-session-effects",
+    ),
     path("approvals", views.ApprovalListView.as_view(), name="api-approvals"),
     path("approvals/<uuid:approval_id>", views.ApprovalDetailView.as_view(), name="api-approval"),
     path(

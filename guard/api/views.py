@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.views import ORG_PARAM
 from guard import approvals, services
+from guard.executor import Executor
 from guard.models import ApprovalRequest, GuardSession
 
 CHECK_FIELDS = {
@@ -104,6 +105,90 @@ class SessionReadView(APIView):
         actor, session = _session(request, session_id)
         data = _body(request, {"turn"}, ("turn",))
         return Response(services.session_read(actor=actor, session=session, turn=data["turn"]))
+
+
+EXECUTE_FIELDS = {"tool", "arguments", "origins", "labels", "context", "token", "user"}
+EFFECT_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "compensation_of",
+    "key",
+    "result",
+    "replayed",
+    "failed",
+    "blocked",
+}
+
+
+def _executor(actor, session) -> Executor:  # noqa: ANN001
+    return Executor(actor=actor, session=session, bindings={})
+
+
+def _call_of(data: dict[str, Any]) -> dict[str, Any]:
+    call = {"tool": data.get("tool"), "arguments": data.get("arguments", {})}
+    for name in ("origins", "labels", "compensation_of"):
+        if data.get(name) is not None:
+            call[name] = data[name]
+    return call
+
+
+class SessionExecuteView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """Begin a call through the executor: every control up to the effect.
+
+        `RUN` (with the `key` and the `tenant` to run the tool with) means the agent's process now
+        runs the tool and reports with `POST .../effects`; any other outcome is final. A write the
+        ledger holds as done answers with its recorded result (`duplicate: true`).
+        """
+        actor, session = _session(request, session_id)
+        data = _body(request, EXECUTE_FIELDS, ("tool",))
+        for name in ("token", "user"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise ValidationError({name: ["must be a string"]})
+        outcome = _executor(actor, session).begin(
+            _call_of(data),
+            token=data.get("token"),
+            context=data.get("context"),
+            user=data.get("user") or "",
+        )
+        return Response(outcome)
+
+
+class SessionEffectView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """Report what a begun call did: its `result` (`replayed: true` when the tool had already
+        applied the key), or `failed` / `blocked` with why. Reported twice, it is recorded once."""
+        actor, session = _session(request, session_id)
+        data = _body(request, EFFECT_FIELDS, ("tool", "arguments"))
+        errors: dict[str, list[str]] = {}
+        if not isinstance(data.get("key", ""), str):
+            errors["key"] = ["must be a string"]
+        if not isinstance(data.get("replayed", False), bool):
+            errors["replayed"] = ["must be true or false"]
+        for name in ("failed", "blocked"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                errors[name] = ["must be a string saying why"]
+        if sum(name in data for name in ("result", "failed", "blocked")) != 1:
+            errors["result"] = ["give exactly one of result, failed or blocked"]
+        if errors:
+            raise ValidationError(errors)
+        outcome = _executor(actor, session).complete(
+            _call_of(data),
+            key=data.get("key", ""),
+            result=data.get("result"),
+            replayed=data.get("replayed", False),
+            failed=data.get("failed"),
+            blocked=data.get("blocked"),
+        )
+        return Response(outcome)
 
 
 def _approval_json(item: ApprovalRequest) -> dict[str, Any]:

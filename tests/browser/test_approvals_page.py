@@ -1,14 +1,16 @@
-"""An approver answers a refund the model priced, in Chromium; the asker cannot; one answer only."""
+"""The shop agent proposes a refund the model priced; an approver approves it in Chromium; the
+refund runs once; a second approver's click and the asker's own click change nothing."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from guard.models import ApprovalRequest
+from guard.models import ApprovalRequest, Effect
 from tests.browser.conftest import sign_in, sign_out
 from tests.conftest import PASSWORD
 from tests.guard_console.test_approvals import REFUND
-from tests.guard_console.test_sessions_api import _open, _post
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,15 +24,40 @@ def shop():
     return desk.catalogue(), desk.rules().record
 
 
-def test_an_approver_approves_once_and_the_asker_cannot(
-    page, browser, live_server, shop, editor, approver, admin, client_for
+def test_an_approved_refund_runs_once_and_the_asker_cannot_approve_it(
+    page, browser, live_server, shop, editor, approver, admin, organisation, actor_for
 ):
+    from console import services
     from console.models import Membership
+    from stalwart_agents import Client, Replayed
 
-    client = client_for(editor)
-    session = _open(client, shop)
-    body = _post(client, f"/v1/sessions/{session}/check", REFUND).json()
-    assert body["decision"] == "confirm"
+    _, key = services.api_key_create(
+        actor=actor_for(admin, organisation), name="shop agent", role="editor"
+    )
+    session = Client(url=live_server.url, api_key=key).session(
+        "billing", catalogue=shop[0], rulebook=shop[1]
+    )
+    refunds: dict[str, dict] = {}
+
+    def refund_card(arguments, context):  # noqa: ANN001, ANN202 - the shop's tool, keyed
+        if context.key in refunds:
+            return Replayed(refunds[context.key])
+        refunds[context.key] = {"order_id": arguments["order_id"], "refunded": arguments["amount"]}
+        return refunds[context.key]
+
+    call = {"origins": REFUND["origins"], "context": REFUND["context"], "user": "eve-editor"}
+    asked = session.execute("refund_card", REFUND["arguments"], refund_card, **call)
+    assert asked["outcome"] == "CONFIRM"
+    outcomes: list[dict] = []
+
+    def agent_waits_then_runs() -> None:
+        token = session.wait_for_approval(asked, timeout=40, poll=0.2)
+        outcomes.append(
+            session.execute("refund_card", REFUND["arguments"], refund_card, token=token, **call)
+        )
+
+    waiting = threading.Thread(target=agent_waits_then_runs, daemon=True)
+    waiting.start()
 
     # The asker, made an approver, still cannot answer their own call.
     Membership.objects.filter(user=editor).update(role="approver")
@@ -60,13 +87,22 @@ def test_an_approver_approves_once_and_the_asker_cannot(
 
     page.click("button.approve")
     page.wait_for_selector("#queue-empty")
-    assert ApprovalRequest.objects.get().status == "approved"
-    token = client.get(f"/v1/approvals/{body['approval']}").json()["token"]
-    again = _post(client, f"/v1/sessions/{session}/check", {**REFUND, "token": token}).json()
-    assert again["decision"] == "allow"
+    waiting.join(timeout=40)
+    assert outcomes and outcomes[0]["outcome"] == "SUCCEEDED", outcomes
+    assert list(refunds.values()) == [{"order_id": "4411", "refunded": 40.0}]
 
     other.on("dialog", lambda dialog: dialog.accept())
     other.click("button.deny")
     other.wait_for_selector("text=this request was already approved")
     assert ApprovalRequest.objects.get().status == "approved"
-    assert again["reasons"] == ["confirmed"]
+
+    # The agent retries (its answer was lost, say): the ledger answers, the refund does not rerun.
+    token = ApprovalRequest.objects.get().token
+    again = session.execute("refund_card", REFUND["arguments"], refund_card, token=token, **call)
+    assert again["outcome"] == "SUCCEEDED" and again["duplicate"] is True
+    assert len(refunds) == 1 and Effect.objects.get().status == "done"
+
+    # The tools page counts one effect and one suppressed duplicate.
+    page.goto("/tools/")
+    row = page.wait_for_selector('tr[data-tool="refund_card"]').inner_text().split("\t")
+    assert row[1:8] == ["1", "0", "0", "1", "0", "0", "1"]
