@@ -31,7 +31,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, connections  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from console import services as console_services  # noqa: E402
@@ -104,17 +104,22 @@ def make_events(actor: Actor, count: int, sessions: int) -> list[Event]:
     return events
 
 
-def throughput(actor: Actor, count: int, sessions: int) -> float:
+def throughput(actor: Actor, count: int, sessions: int) -> tuple[float, float]:
+    """Events matched per second of wall time, and per second of this process's CPU time.
+
+    On SQLite the database works inside this process, so the CPU figure counts it too, and it
+    moves much less than the wall clock when other work shares the machine.
+    """
     Event.objects.filter(organisation=actor.organisation).delete()
     Event.objects.bulk_create(make_events(actor, count, sessions), batch_size=2000)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     done = 0
     for shard in range(SHARDS):
         while taken := matching.drain_shard(shard):
             done += taken
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, time.process_time() - cpu
     assert done == count, (done, count)
-    return count / elapsed
+    return count / elapsed, count / used
 
 
 def baseline(actor: Actor, count: int, sessions: int) -> float:
@@ -137,6 +142,45 @@ def baseline(actor: Actor, count: int, sessions: int) -> float:
             if rule.touches(event.tool, is_egress):
                 engine.match_events(seen, rule.id, rule.steps, rule.window_seconds)
     return count / (time.perf_counter() - start)
+
+
+def _write(actor: Actor, rate: int, seconds: float, answer) -> None:  # noqa: ANN001
+    """Write `rate` events per second for `seconds`, in batches every 50 ms; report the rate."""
+    connections.close_all()
+    tick, batch = 0.05, max(1, round(rate * 0.05))
+    sessions = 400
+    template = make_events(actor, batch * 50, sessions)
+    started = time.perf_counter()
+    written = 0
+    while time.perf_counter() - started < seconds:
+        pause = started + written / rate - time.perf_counter()
+        if pause > 0:
+            time.sleep(min(pause, tick))
+            continue
+        chunk = []
+        for j in range(batch):
+            proto = template[(written + j) % len(template)]
+            session = f"d{(written + j) % sessions}"
+            chunk.append(
+                Event(
+                    organisation=proto.organisation,
+                    source="bench",
+                    decision="allow",
+                    session=session,
+                    agent="agent",
+                    tool=proto.tool,
+                    stage=proto.stage,
+                    detail=proto.detail,
+                    at=timezone.now(),
+                    shard=matching.shard_of(actor.organisation.pk, "agent", session),
+                )
+            )
+        Event.objects.bulk_create(chunk)
+        for shard in {e.shard for e in chunk}:
+            console_services.kick_matcher(shard)
+        written += batch
+    answer.put(written / (time.perf_counter() - started))
+    connections.close_all()
 
 
 def delay(actor: Actor, rate: int, seconds: float) -> dict:
@@ -169,41 +213,17 @@ def delay(actor: Actor, rate: int, seconds: float) -> dict:
     )
     try:
         time.sleep(3)
-        tick, batch = 0.05, max(1, round(rate * 0.05))
-        started = time.perf_counter()
-        written = 0
-        sessions = 400
-        template = make_events(actor, batch * 50, sessions)
-        while time.perf_counter() - started < seconds:
-            due = started + (written / rate)
-            pause = due - time.perf_counter()
-            if pause > 0:
-                time.sleep(min(pause, tick))
-                continue
-            chunk = []
-            for j in range(batch):
-                proto = template[(written + j) % len(template)]
-                chunk.append(
-                    Event(
-                        organisation=proto.organisation,
-                        source="bench",
-                        decision="allow",
-                        session=f"d{(written + j) % sessions}",
-                        agent="agent",
-                        tool=proto.tool,
-                        stage=proto.stage,
-                        detail=proto.detail,
-                        at=timezone.now(),
-                        shard=matching.shard_of(
-                            actor.organisation.pk, "agent", f"d{(written + j) % sessions}"
-                        ),
-                    )
-                )
-            Event.objects.bulk_create(chunk)
-            for shard in {e.shard for e in chunk}:
-                console_services.kick_matcher(shard)
-            written += batch
-        achieved = written / (time.perf_counter() - started)
+        # The writer is a process of its own, as an application writing events would be: in
+        # this process it would share one interpreter with the harness's waiting.
+        from multiprocessing import get_context
+
+        connections.close_all()
+        context = get_context("fork")
+        answer = context.Queue()
+        writer = context.Process(target=_write, args=(actor, rate, seconds, answer))
+        writer.start()
+        achieved = answer.get(timeout=seconds + 120)
+        writer.join(timeout=30)
         deadline = time.perf_counter() + 60
         while Event.objects.filter(
             match_state=MatchState.PENDING, organisation=actor.organisation
@@ -249,11 +269,15 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()},"
         f" database {connection.vendor}"
     )
-    rate = throughput(actor, args.events, sessions=200)
+    throughput(actor, min(args.events, 2_000), sessions=200)  # warm the caches
+    runs = [throughput(actor, args.events, sessions=200) for _ in range(3)]
+    rate = max(wall for wall, _ in runs)
+    cpu_rate = max(cpu for _, cpu in runs)
     base = baseline(actor, min(args.events, 2_000), sessions=20)
     print(
         f"throughput, {args.rules} sequence rules, one process: {rate:,.0f} events/s "
-        f"({args.events:,} events, 200 sessions)"
+        f"(best of 3 by the wall clock; {cpu_rate:,.0f} events per CPU-second; "
+        f"{args.events:,} events, 200 sessions)"
     )
     print(
         f"baseline, re-scan the session history at each event: {base:,.0f} events/s "
