@@ -52,8 +52,11 @@ bench: install
 	$(PY) -m benchmarks.rulebooks
 	$(PY) -m benchmarks.toolcheck
 
+# mutmut over the tool-check engine (and the executor's rules in guard/engine/execution.py), then
+# each of the executor's controls removed in turn (scripts/mutation_controls.py).
 mutation: install
-	bash scripts/mutation.sh
+	bash scripts/mutation.sh guard
+	$(PY) scripts/mutation_controls.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis
