@@ -88,3 +88,24 @@ def test_only_an_admin_manages_people(editor, approver, client_for):
 def test_the_openapi_schema_generates_without_a_warning(tmp_path):
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yaml"))
     assert (tmp_path / "s.yaml").read_text().startswith("openapi:")
+
+
+def test_seed_demo_leaves_a_refund_in_the_queue_and_counters_on_the_tools_page(
+    client_for, capsys
+):
+    from guard.models import ApprovalRequest
+
+    call_command("seed_demo")
+    call_command("seed_demo")
+    organisation = Organisation.objects.get(slug="demo")
+    waiting = ApprovalRequest.objects.get(organisation=organisation)
+    assert (waiting.tool, waiting.status, waiting.origins["amount"]) == (
+        "refund_card",
+        "pending",
+        "model",
+    )
+    client = client_for()
+    client.post("/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"})
+    page = client.get("/tools/").content.decode()
+    row = page.split('data-tool="refund_card"')[1].split("</tr>")[0]
+    assert [cell.split("</td>")[0] for cell in row.split("<td>")[2:4]] == ["1", "1"]

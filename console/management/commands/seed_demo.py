@@ -76,6 +76,7 @@ class Command(BaseCommand):
                         at=now - dt.timedelta(minutes=5 * (len(DEMO_EVENTS) - i))
                     )
             self._policy_and_rulebook(organisation)
+            self._executor_runs(organisation)
         self.stdout.write(f"Demo organisation `{organisation.name}` is ready. Sign in with:")
         for role, username in people:
             self.stdout.write(f"  {role:9} {username:16} password: {password}")
@@ -102,6 +103,58 @@ class Command(BaseCommand):
             rulebook_services.rulebook_upload(
                 actor=actor, name="shop", data=source.read_bytes(), filename="policy.co"
             )
+
+    def _executor_runs(self, organisation) -> None:  # noqa: ANN001
+        """The shop's desk through the executor, once: a read, a refund the model priced waiting
+        in the approvers' queue, and a refund refused by its schema — so the Tools and Approvals
+        pages have something to show."""
+        from pathlib import Path
+
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+
+        from console.access import Actor
+        from guard.executor import Executor, ToolBinding
+        from guard.models import GuardSession
+        from guard.services import session_create
+        from stalwart_agents import Agent
+
+        if GuardSession.objects.filter(organisation=organisation).exists():
+            return
+        shop = Agent.from_file(
+            Path(settings.BASE_DIR) / "examples" / "shop" / "agent.yaml", verify=False
+        )
+        editor = get_user_model().objects.get(username="demo-editor")
+        actor = Actor(
+            organisation=organisation, role="editor", label="user:demo-editor", user_id=editor.pk
+        )
+        session = session_create(
+            actor=actor, agent="billing", catalogue=shop.catalogue(), rulebook=shop.rules().record
+        )
+        from shop import tools as shop_tools  # on sys.path once the agent file was read
+
+        executor = Executor(
+            actor=actor,
+            session=session,
+            bindings={
+                "refund_card": ToolBinding(
+                    lambda arguments, context: shop_tools.refund_card(**arguments)
+                ),
+            },
+        )
+        origins = {"order_id": "typed", "amount": "model"}
+        executor.call(
+            "refund_card",
+            {"order_id": "4411", "amount": 40.0},
+            origins=origins,
+            context={"order_paid": True},
+        )
+        executor.call(
+            "refund_card",
+            {"order_id": "4411", "amount": -5},
+            origins=origins,
+            context={"order_paid": True},
+        )
 
 
 DEMO_POLICY = {
