@@ -8,6 +8,10 @@ graph's digest. A finding whose rule stops `Agent(...)` (every Vulnerability of 
 table), a question left undecided that such a rule asks, a disagreement of the two engines, and a
 proof that could not run at all raise `NotVerified`: the agent is not built and nothing runs.
 `verify=False` skips the proof.
+
+`agent.chat(text, user=...)` runs a turn on the guarded path, in this process: router -> plan ->
+tool check -> firewall (the policy file agent.yaml names with `firewall:`) -> executor -> reply
+(see `stalwart_agents.chat`).
 """
 
 from __future__ import annotations
@@ -129,8 +133,10 @@ class Agent:
         modules: Mapping[str, list] | None = None,
         verify: bool = True,
         source: str | None = None,
+        firewall: Any = None,
     ) -> None:
         self.file = file
+        self.firewall = firewall
         self.path = path
         self._rules = rules
         self.context = context
@@ -226,7 +232,32 @@ class Agent:
             modules=modules,
             verify=verify,
             source=text,
+            firewall=cls._firewall(path, agent_file, text),
         )
+
+    @staticmethod
+    def _firewall(path: Path, agent_file: engine.AgentFile, text: str) -> Any:
+        """The firewall policy agent.yaml names, compiled; `AgentFileError` naming the key and
+        its line when the file is missing or is not a valid policy."""
+        if not agent_file.firewall:
+            return None
+        from stalwart_agents.chat import FirewallFileError, LocalFirewall, key_line
+
+        line = key_line(text, "firewall")
+        where = f"{path.name}:{line}" if line else path.name
+        try:
+            return LocalFirewall((path.parent / agent_file.firewall).resolve())
+        except FileNotFoundError:
+            raise AgentFileError(
+                f"{where}: firewall: the policy `{agent_file.firewall}` does not exist"
+            ) from None
+        except OSError as exc:
+            raise AgentFileError(
+                f"{where}: firewall: the policy `{agent_file.firewall}` cannot be read: "
+                f"{exc.strerror or exc}"
+            ) from None
+        except FirewallFileError as exc:
+            raise AgentFileError(f"{where}: firewall: {exc}") from None
 
     @staticmethod
     def _compile(path: Path, agent_file: engine.AgentFile, colang_version: str | None) -> Rules:
@@ -276,14 +307,17 @@ class Agent:
         agent: str | None = None,
         language: str | None = None,
     ) -> Any:
-        """One turn of `user`'s conversation: router, plan, tool check, then the tool runs.
+        """One turn of `user`'s conversation: router, plan, tool check, firewall, executor.
 
         The turn is read before any model sees it; a call runs only when the tool check (with the
-        checks of what was said) allows it, through the tool's function in the module agent.yaml
-        names. Each user has a conversation of their own, with its own signed history. Returns the
-        router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`).
+        checks of what was said) and then the firewall allow it, through the executor (a key per
+        intent, an in-memory ledger), which calls the tool's function in the module agent.yaml
+        names. Each user has a conversation of their own, with its own signed history and ledger.
+        Returns the router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`);
+        raises `SelectorUnavailableError` where the firewall cannot answer (nothing runs).
         """
         from router import engine as router_engine
+        from stalwart_agents.chat import ChatExecutor, firewall_gate
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
@@ -295,20 +329,24 @@ class Agent:
                 agent=agent,
                 language=language or settings.get("language") or "en",
             )
+            executor = ChatExecutor(self._run_tool, user=user)
             conversation = router_engine.Conversation(
                 router,
-                executor=self._run_tool,
+                executor=executor,
                 key=secrets.token_bytes(32),
                 context=self.context,
                 session=f"{user}-{secrets.token_hex(4)}",
+                gate=firewall_gate(self.firewall) if self.firewall is not None else None,
+                gate_name="firewall",
             )
+            executor.bind(conversation)
             self._conversations[key] = conversation
         return conversation.say(text)
 
-    def _run_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        """Run an allowed call with the tool's function from the module that declared it."""
+    def _run_tool(self, tool: str) -> Callable[..., Any]:
+        """The function that runs `tool`: the one of that name in the module that declared it."""
         for name in self.modules:
             function = getattr(sys.modules.get(name), tool, None)
             if callable(function):
-                return function(**arguments)
+                return function
         raise AgentFileError(f"no function `{tool}` in {', '.join(self.modules) or 'no module'}")

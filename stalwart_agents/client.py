@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -370,6 +370,70 @@ def _run_tool(
     raise AssertionError("unreachable")
 
 
+def execute_here(
+    *,
+    ledger: dict[str, Any],
+    entries: Sequence[Mapping[str, Any]],
+    tool: str,
+    arguments: Mapping[str, Any],
+    function: Tool,
+    write: bool,
+    tenant: str,
+    session: str,
+    agent: str,
+    user: str = "",
+    authorize: Authorize | None = None,
+    confirm: bool = False,
+) -> dict[str, Any]:
+    """The executor's rules in this process, for a call the tool check did not refuse.
+
+    The write's key is derived from the intent (`entries` are the session history's contents, so
+    the same call again with nothing in between is a retry with the same key); a key the
+    in-memory `ledger` holds answers with the recorded result (`duplicate`, `suppressed`) and the
+    tool is not called. Then tenancy and the domain's `authorize` (`BLOCKED`), a `confirm` that
+    nobody here can answer (`CONFIRM`, nothing run), and the tool, a timeout retried with the same
+    key. The caller records in its history what ran (`SUCCEEDED` without `suppressed`); the ledger
+    keeps the result under the key.
+    """
+    key = ""
+    if write:
+        key = execution.intent_key(
+            organisation="local",
+            session=session,
+            agent=agent,
+            tool=tool,
+            arguments=arguments,
+            step=execution.intent_step(entries, tool, arguments),
+        )
+        if key in ledger:
+            return {
+                "outcome": "SUCCEEDED",
+                "key": key,
+                "result": ledger[key],
+                "duplicate": True,
+                "suppressed": True,
+                "reasons": ["duplicate_suppressed"],
+            }
+    named = execution.foreign_tenant(arguments, tenant)
+    ctx = ExecutionContext(
+        tenant=tenant, person=user, session=session, agent=agent, tool=tool, key=key
+    )
+    if named is not None or (authorize is not None and authorize(dict(arguments), ctx) is not True):
+        return {
+            "outcome": "BLOCKED",
+            "reasons": [f"tenant: {named}" if named else "authorization_denied"],
+        }
+    if confirm:
+        return {"outcome": "CONFIRM"}
+    status, value = _run_tool(function, arguments, ctx)
+    if status in ("blocked", "failed", "uncertain"):
+        kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
+        return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}
+    if key:
+        ledger[key] = value
+    return {"outcome": "SUCCEEDED", "key": key, "result": value, "duplicate": status == "replayed"}
+
+
 class LocalSession(Session):
     def __init__(self, agent: str, check: engine.ToolCheck) -> None:
         self.agent = agent
@@ -433,58 +497,26 @@ class LocalSession(Session):
             )
             return {"outcome": kind, "reasons": check.reasons, "detail": check.detail}
         known = self._check.catalogue.tools.get(tool)
-        write = known is None or known.kind != "read"
-        entries = [entry.content for entry in self.history]
-        key = ""
-        if write:
-            key = execution.intent_key(
-                organisation="local",
-                session=self.history.session,
-                agent=self.agent,
-                tool=tool,
-                arguments=arguments,
-                step=execution.intent_step(entries, tool, arguments),
-            )
-            if key in self.ledger:
-                return {
-                    "outcome": "SUCCEEDED",
-                    "key": key,
-                    "result": self.ledger[key],
-                    "duplicate": True,
-                    "reasons": ["duplicate_suppressed"],
-                }
-        named = execution.foreign_tenant(arguments, self.tenant)
-        ctx = ExecutionContext(
+        outcome = execute_here(
+            ledger=self.ledger,
+            entries=[entry.content for entry in self.history],
+            tool=tool,
+            arguments=arguments,
+            function=function,
+            write=known is None or known.kind != "read",
             tenant=self.tenant,
-            person=user,
             session=self.history.session,
             agent=self.agent,
-            tool=tool,
-            key=key,
+            user=user,
+            authorize=authorize,
+            confirm=check.decision == "confirm",
         )
-        if named is not None or (
-            authorize is not None and authorize(dict(arguments), ctx) is not True
-        ):
-            return {
-                "outcome": "BLOCKED",
-                "reasons": [f"tenant: {named}" if named else "authorization_denied"],
-            }
-        if check.decision == "confirm":
+        if outcome["outcome"] == "CONFIRM":
             return {"outcome": "CONFIRM", "reasons": check.reasons, "detail": check.detail}
-        status, value = _run_tool(function, arguments, ctx)
-        if status in ("blocked", "failed", "uncertain"):
-            kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
-            return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}
-        self.record(tool, arguments, value, origins=origins)
-        if key:
-            self.ledger[key] = value
-        return {
-            "outcome": "SUCCEEDED",
-            "key": key,
-            "result": value,
-            "duplicate": status == "replayed",
-            "reasons": check.reasons,
-        }
+        if outcome["outcome"] == "SUCCEEDED" and not outcome.pop("suppressed", False):
+            self.record(tool, arguments, outcome["result"], origins=origins)
+            outcome["reasons"] = check.reasons
+        return outcome
 
 
 class RemoteSession(Session):

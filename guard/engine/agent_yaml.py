@@ -1,8 +1,11 @@
 """Reading an agent.yaml's text into a catalogue (the engine gets the text, never the file).
 
 The sections the tool check reads are `agents`, `tools`, `facts` and `tool_kinds`; the sections
-other parts of Stalwart read (`rulebook`, `settings`, `replies`, ...) are kept as they are in
-`AgentFile.other`. Any other top-level key is refused.
+other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, ...) are kept as they
+are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
+beside agent.yaml (the rulebook, and the firewall policy JSON `Agent.chat` evaluates calls with):
+each must be a non-empty path, and what the file holds is read by the SDK, which names this key
+and its line when the file is missing or invalid.
 
 `tools:` lists tools written out in full (mappings with `name`), or modules that define them:
 `- python: shop.tools`. The engine imports nothing: the caller gives each module's tool entries in
@@ -26,7 +29,17 @@ from .catalogue import CATALOGUE_KEYS, Catalogue, load_catalogue
 from .errors import CatalogueInvalid, Issue
 
 OTHER_SECTIONS = frozenset(
-    {"rulebook", "settings", "replies", "vocabulary", "budget", "language", "name", "description"}
+    {
+        "rulebook",
+        "firewall",
+        "settings",
+        "replies",
+        "vocabulary",
+        "budget",
+        "language",
+        "name",
+        "description",
+    }
 )
 
 
@@ -59,6 +72,7 @@ class AgentFile:
     data: Mapping[str, Any]
     rulebook: str | None = None
     other: Mapping[str, Any] = field(default_factory=dict)
+    firewall: str | None = None
 
 
 def parse_yaml(text: str, *, filename: str = "agent.yaml") -> Any:
@@ -118,6 +132,10 @@ def load_agent_yaml(
     if rulebook is not None and not isinstance(rulebook, str):
         issues.append(Issue("rulebook", "must be the path of a rulebook"))
         rulebook = None
+    firewall = data.get("firewall")
+    if "firewall" in data and (not isinstance(firewall, str) or not firewall.strip()):
+        issues.append(Issue("firewall", "must be the path of a firewall policy (JSON)"))
+        firewall = None
     catalogue_data = {key: data[key] for key in ("agents", "facts", "tool_kinds") if key in data}
     catalogue_data["tools"] = tools
     try:
@@ -128,7 +146,9 @@ def load_agent_yaml(
     if issues or catalogue is None:
         raise CatalogueInvalid(issues)
     other = {key: data[key] for key in OTHER_SECTIONS if key in data}
-    return AgentFile(catalogue=catalogue, data=catalogue_data, rulebook=rulebook, other=other)
+    return AgentFile(
+        catalogue=catalogue, data=catalogue_data, rulebook=rulebook, other=other, firewall=firewall
+    )
 
 
 def _relabel(issue: Issue, origins: list[str]) -> Issue:

@@ -17,7 +17,16 @@
 No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
 With no model adapter, such a turn is refused, never run unchecked. The executor is the host's
 function `executor(tool, arguments) -> result`; an executor that raises leaves nothing recorded
-and says the step failed. Replies come from `phrases` (overridable by key).
+and says the step failed; one that answers `Replayed(result)` says the same call had already run
+with nothing in between (its ledger held the intent): nothing ran again and nothing is recorded
+again. Replies come from `phrases` (overridable by key).
+
+The host may put a `gate` after the tool check (the SDK puts the firewall there): it sees every
+call the tool check did not refuse -- with `confirmed` once the person said yes to exactly that
+call -- and its answer can only make the tool check's stricter (`refuse` stops the call, naming
+its rule; `confirm` puts the call to the person). A gate that cleans the arguments (a sanitize)
+has the cleaned call checked again by the tool check, and that call is the one that runs. A gate
+that raises stops the turn: the error reaches the caller and nothing runs (fail closed).
 
 `model_free(...)` says whether an agent's settings let a conversation run with no model at all.
 """
@@ -31,6 +40,8 @@ from typing import Any
 from guard.engine import ToolCheck
 from guard.engine.catalogue import Catalogue
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
+from guard.engine.execution import Replayed
+from guard.engine.post_checks import stricter_only
 
 from . import plan as plans
 from .errors import ModelUnavailable, RouterError
@@ -43,6 +54,23 @@ from .text import fold
 
 Executor = Callable[[str, Mapping[str, Any]], Any]
 Sandbox = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class GateAnswer:
+    """What a host's gate after the tool check (the SDK's firewall) says about one call.
+
+    `decision` can only make the tool check's answer stricter; `arguments`, where given, are the
+    arguments the call is to run with instead (a sanitize); `record` is the gate's own answer, kept
+    in the reply's checks.
+    """
+
+    decision: Decision
+    arguments: Mapping[str, Any] | None = None
+    record: Mapping[str, Any] = field(default_factory=dict)
+
+
+Gate = Callable[[Mapping[str, Any], bool], "GateAnswer | None"]
 
 
 @dataclass
@@ -115,7 +143,8 @@ class Conversation:
     (reading this conversation's turns, in `said_modes`); `executor` runs an allowed call;
     `model` is the agent's model adapter, if it has one; `organisation_on_unread` is the
     organisation's setting (or a function giving it), taken at the first turn; `sandbox` runs a
-    calculation's function; `context` the facts the application reports.
+    calculation's function; `context` the facts the application reports; `gate(call, confirmed)`
+    the host's check after the tool check, named `gate_name` in the reply's checks.
     """
 
     def __init__(
@@ -134,9 +163,13 @@ class Conversation:
         replies: Mapping[str, str] | None = None,
         session: str = "conversation",
         max_rounds: int = 4,
+        gate: Gate | None = None,
+        gate_name: str = "gate",
     ) -> None:
         self.router = router
         self.executor = executor
+        self.gate = gate
+        self.gate_name = gate_name
         self.turns: list[str] = []
         if check is None:
             if key is None:
@@ -236,19 +269,21 @@ class Conversation:
         if kind == plans.CALCULATION:
             return self._calculate(plan)
         assert plan.call is not None
-        call = dict(plan.call)
         reply = Reply("", plan)
-        decision = self._decide(call, reply)
+        decision, call = self._decide(dict(plan.call), reply)
         if decision.decision == REFUSE:
             reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
             return reply
         if decision.decision == CONFIRM:
             self._pending_call = call
             reply.waiting = "confirm"
-            reply.text = plan.question or self.phrases(
+            planned = call == plan.call  # else the gate cleaned it: show the call that runs
+            reply.text = (plan.question if planned else None) or self.phrases(
                 "confirm",
                 action=self._action(call["tool"]),
-                arguments=self.phrases.arguments(call.get("arguments") or {}, plan.said),
+                arguments=self.phrases.arguments(
+                    call.get("arguments") or {}, plan.said if planned else None
+                ),
             )
             return reply
         self._execute(call, reply)
@@ -256,10 +291,37 @@ class Conversation:
 
     # -- the guarded tool step -----------------------------------------------------------------
 
-    def _decide(self, call: Mapping[str, Any], reply: Reply, token: str | None = None) -> Decision:
+    def _check(self, call: Mapping[str, Any], reply: Reply, token: str | None) -> Decision:
         decision = self.check.check(call, session=self.history, context=self.context, token=token)
         reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
         return decision
+
+    def _decide(
+        self, call: dict[str, Any], reply: Reply, token: str | None = None
+    ) -> tuple[Decision, dict[str, Any]]:
+        """The tool check's answer, then the gate's; returns the answer and the call to run."""
+        decision = self._check(call, reply, token)
+        if self.gate is None or decision.decision == REFUSE:
+            return decision, call
+        answer = self.gate(call, token is not None)  # an error stops the turn: nothing runs
+        if answer is None:
+            return decision, call
+        reply.checks.append(
+            {
+                "call": dict(call),
+                "gate": self.gate_name,
+                "decision": answer.decision.to_dict(),
+                "answer": dict(answer.record),
+            }
+        )
+        decided = stricter_only(decision, answer.decision, self.gate_name)
+        cleaned = answer.arguments
+        if decided.decision == REFUSE or cleaned is None or dict(cleaned) == call.get("arguments"):
+            return decided, call
+        # A sanitize: the cleaned call is the one that runs, so the tool check decides it too.
+        call = {**call, "arguments": dict(cleaned)}
+        again = self._check(call, reply, token)
+        return stricter_only(again, answer.decision, self.gate_name), call
 
     def _execute(self, call: Mapping[str, Any], reply: Reply) -> bool:
         tool = call["tool"]
@@ -268,6 +330,14 @@ class Conversation:
         except Exception as error:  # noqa: BLE001 - the host's tool failed: say so, record nothing
             reply.text = self.phrases("failed", action=self._action(tool), error=str(error))
             return False
+        if isinstance(result, Replayed):
+            # The executor's ledger held this intent: the call had run, nothing ran again.
+            reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
+                              "result": result.result, "duplicate": True})  # fmt: skip
+            reply.text = self.phrases(
+                "already_done", action=tool, result=_summary(result.result, self.phrases)
+            )
+            return True
         self.check.record(self.history, call, result)
         reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
                           "result": result})  # fmt: skip
@@ -279,7 +349,7 @@ class Conversation:
     def _run(self, call: dict[str, Any], reply: Reply, origins: Mapping[str, str] | None) -> bool:
         if origins is not None:
             call["origins"] = dict(origins)
-        decision = self._decide(call, reply)
+        decision, call = self._decide(call, reply)
         if decision.decision != ALLOW:
             reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
             return False
@@ -288,7 +358,7 @@ class Conversation:
     def _run_confirmed(self, call: Mapping[str, Any]) -> Reply:
         reply = Reply("")
         token = self.check.issue_token(call, session=self.history)
-        decision = self._decide(call, reply, token=token)
+        decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
             reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
             return reply
@@ -332,7 +402,7 @@ class Conversation:
             owner = self.router.owner_of(str(call["tool"]))
             if owner is not None:
                 call["agent"] = asked.get("agent", owner)
-            decision = self._decide(call, reply)
+            decision, call = self._decide(call, reply)
             if decision.decision == REFUSE:
                 texts.append(self.phrases("refused", reasons=", ".join(decision.reasons)))
                 break

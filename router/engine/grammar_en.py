@@ -10,6 +10,8 @@ state an order is in, not a request to refund).
 
 from __future__ import annotations
 
+import re
+
 from .lexicon import READ, SEND, WRITE, Entry, Lexicon, items
 
 LANGUAGE = "en"
@@ -41,6 +43,8 @@ is_there are_there any_chance
 since until till before after between during within
 on_file going goes went gone happening happened full whole entire partial
 say says said because cause bc through thru copy copies
+quick_question just_wondering wondering curious btw by_the_way newest most_recent recently
+working_on work_on works_on in_charge_of responsible_for
 """
 DETERMINERS = "the a an this that these those my our your his her their its some any each every"
 MODALS = """
@@ -57,6 +61,7 @@ QUESTIONS = """
 how_do_i how_can_i how_do_we how_can_we how_to how_does how_would_i how_should_i how_do_you
 why why_is why_was why_did what_happens is_it_possible am_i_able what_is_the_policy
 what's_the_policy explain meaning what_does
+how_do how_can how_should how_could how_would how_will
 """
 COMPUTE = """
 total totals sum add_up average avg mean count how_many how_much number_of most least
@@ -74,6 +79,10 @@ no n nope nah cancel stop don't dont never_mind nevermind abort no_thanks not_no
 dont_do_it don't_do_it
 """
 WEAK = "open opened"
+# A tag that ends a question about a state ("paid or not?"); anywhere else, a negation.
+TAGS = "or_not or_no yes_or_no"
+# Words that point back at an earlier request: the turn does not say what to do by itself.
+REFER = "same same_thing the_same ditto likewise"
 SEPARATORS = "then and also plus"
 HEAD_NEGATIONS = ""
 MARK_VERBS = ""
@@ -158,7 +167,7 @@ VERB_FIRST = {
 LIGHT = {
     "show": "get give grab",
     "mark": "mark flag mark_as set_as",
-    "": "make do have take handle process sort",
+    "": "make do have take handle process sort put place issue",
 }
 NOMINAL = {
     "refund": "refund refunds reimbursement reimbursements chargeback full_refund total_refund",
@@ -183,7 +192,10 @@ NOUNS: dict[str, tuple[str, str]] = {
     ),
     "receipt": ("receipt", "receipts"),
     "invoice": ("invoice bill", "invoices bills"),
-    "inbox": ("inbox mailbox mail_box", "emails mails messages e-mails"),
+    "inbox": (
+        "inbox mailbox mail_box new_email new_message new_mail",
+        "emails mails messages e-mails",
+    ),
     "email": ("email e-mail email_address e-mail_address address", "addresses"),
     "note": ("note comment remark memo", "notes comments remarks"),
     "status": ("status state situation stage", "statuses"),
@@ -227,6 +239,30 @@ FREE_TEXT_MARKERS = {
     "comment: noting",
     "reason": "because cause bc with_the_reason with_reason reason: reason_being",
 }
+
+
+# Markers of free text that need a clause after them: "since the pump was replaced" is a reason,
+# "since the 2nd" and "since monday" are dates. `the` opens a clause only where no date follows.
+CLAUSE_MARKERS = {"reason": "since"}
+CLAUSE_OPENERS = """
+it it's its we we've we're they they've they're he he's she she's i i've i'm you you've
+there there's everything everyone nobody
+"""
+NOT_CLAUSE_AFTER_THE = (
+    "first last next past previous beginning start end day week month year weekend"
+)
+
+
+def clause_markers(lexicon: Lexicon) -> tuple[tuple[str, str, str], ...]:
+    """The clause markers as (word, look-ahead, kind) for the reader (see `CLAUSE_MARKERS`)."""
+    dated = sorted(
+        {*NOT_CLAUSE_AFTER_THE.split(), *WEEKDAYS, *lexicon.months, *DATES}, key=len, reverse=True
+    )
+    openers = "|".join(re.escape(word) for word in sorted(items(CLAUSE_OPENERS), key=len,
+                                                              reverse=True))  # fmt: skip
+    dates = "|".join(re.escape(word.replace("_", " ")) for word in dated)
+    clause = rf"\s+(?:(?:{openers})\b|the\s+(?!\d|(?:{dates})\b))"
+    return tuple((word, clause, kind) for kind, word in CLAUSE_MARKERS.items())
 
 
 def _third(base: str) -> str:
@@ -276,6 +312,10 @@ def build() -> Lexicon:
         put(phrase, Entry("id_cue"))
     for phrase in items(WEAK):
         put(phrase, Entry("weak"), force=True)
+    for phrase in items(TAGS):
+        put(phrase, Entry("tag"), force=True)
+    for phrase in items(REFER):
+        put(phrase, Entry("refer"), force=True)
     for phrase, offset in DATES.items():
         put(phrase.replace("_", " "), Entry("date", offset=offset), force=True)
     for phrase, day in WEEKDAYS.items():

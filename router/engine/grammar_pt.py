@@ -52,6 +52,8 @@ numero número n n. nº no.
 qual_e qual_é qual_o
 porque pois passada passado copia cópia copias cópias
 foram foi sido sendo estava estavam ficou ficaram teve tiveram tem tenho fez fizeram
+cadê cade kd quem recente recentes mais_recentes novos novas dúvida duvida uma_dúvida uma_duvida
+pergunta_rápida pergunta_rapida cuidando cuida
 """
 DETERMINERS = """
 o a os as um uma uns umas do da dos das no na nos nas meu minha meus minhas seu sua seus suas
@@ -60,6 +62,7 @@ esse essa este esta nosso nossa pelo pela ao
 MODALS = """
 por_favor pf pfv pfvr porfa favor pode poderia podia consegue conseguiria quero queria
 gostaria gostaria_de preciso precisa precisamos precisava da_pra dá_pra daria_pra tem_como
+quer querem queremos
 vc você voce me eu nos a_gente vamos bora
 """
 NEGATIONS = "nao não nunca jamais nem negativo pare parem"
@@ -69,6 +72,7 @@ QUESTIONS = """
 como_faco como_faço como_eu_faco como_eu_faço como_faz como_se_faz como_posso como_eu_posso
 por_que porque_e por_quê pq_que por_que_o por_que_a o_que_acontece e_possivel é_possível
 da_para_fazer explique explica o_que_significa qual_a_politica qual_a_política
+como_funciona como_funcionam como_eu como_que como_a_gente como_se como_devo como_consigo
 """
 COMPUTE = """
 tem_mais tem_menos com_mais com_menos o_maior a_maior o_menor a_menor mais_de menos_de
@@ -86,6 +90,10 @@ nao não n cancela cancele pare para espera deixa deixa_pra_la deixa_pra_lá nem
 não_obrigado nao_obrigado agora_nao agora_não
 """
 WEAK = "abrir abra abre abram abrindo"
+# A tag that ends a question about a state ("foi pago ou não?"); anywhere else, a negation.
+TAGS = "ou_não ou_nao sim_ou_não sim_ou_nao"
+# Words that point back at an earlier request: the turn does not say what to do by itself.
+REFER = "mesma_coisa a_mesma_coisa o_mesmo a_mesma igual igualzinho do_mesmo_jeito"
 PLURAL_DETERMINERS = """
 os as uns umas dos das nos nas aos meus minhas seus suas esses essas estes estas nossos nossas
 todos todas quais pelos pelas quantos quantas numero_de número_de
@@ -168,8 +176,10 @@ NOT_FORMS = frozenset(
 )  # fmt: skip
 LIGHT = {
     "show": "me_diz me_diga diga diz dizer me_fala fala falar informe informa informar trazer "
-    "traga traz pegar pega pegue me_passa passa passe me_da me_dá me_de me_dê saber",
-    "": "fazer faz faça faca fazendo façam fiz realizar realize realiza efetuar efetue efetua",
+    "traga traz pegar pega pegue me_passa passa passe me_da me_dá me_de me_dê saber "
+    "chegou chegaram",
+    "": "fazer faz faça faca fazendo façam fiz realizar realize realiza efetuar efetue efetua "
+    "lançar lança lance lancem lançando",
     "mark": "marcar_como marque_como marca_como deixar_como deixe_como colocar_como coloque_como",
 }
 MARKED = {"closed": "close", "paid": "pay", "cancelled": "cancel", "refunded": "refund",
@@ -203,7 +213,10 @@ NOUNS: dict[str, tuple[str, str]] = {
     ),
     "receipt": ("recibo comprovante", "recibos comprovantes"),
     "invoice": ("fatura nota_fiscal nf boleto", "faturas notas_fiscais boletos"),
-    "inbox": ("caixa_de_entrada inbox caixa_postal", "emails e-mails mensagens"),
+    "inbox": (
+        "caixa_de_entrada inbox caixa_postal email_novo novo_email mensagem_nova nova_mensagem",
+        "emails e-mails mensagens",
+    ),
     "email": ("email e-mail endereco_de_email endereço_de_email endereço endereco", "enderecos"),
     "note": (
         "nota observação observacao obs anotação anotacao comentário comentario",
@@ -266,8 +279,13 @@ FREE_TEXT_MARKERS = {
     "com_observação com_a_obs com_obs nota: obs: observacao: observação: anotando "
     "com_o_comentario com_o_comentário comentario: comentário:",
     "reason": "porque pois por_causa_de por_conta_de com_o_motivo com_motivo motivo: "
-    "justificativa: ja_que já_que visto_que",
+    "justificativa: ja_que já_que visto_que pq pq. porq",
 }
+
+
+def clause_markers(lexicon: Lexicon) -> tuple[tuple[str, str, str], ...]:
+    """No pt-BR marker needs a clause after it: "porque", "pq" always open a reason."""
+    return ()
 
 
 def _soften(stem: str, vowel: str) -> str:
@@ -331,6 +349,10 @@ def build() -> Lexicon:
         put(phrase, Entry("id_cue"))
     for phrase in items(WEAK):
         put(phrase, Entry("weak"), force=True)
+    for phrase in items(TAGS):
+        put(phrase, Entry("tag"), force=True)
+    for phrase in items(REFER):
+        put(phrase, Entry("refer"), force=True)
     for phrase, offset in DATES.items():
         put(phrase.replace("_", " "), Entry("date", offset=offset), force=True)
     for phrase, day in WEEKDAYS.items():

@@ -21,6 +21,10 @@ Roles (see `reader` for how each is used):
     compute      a word asking for a calculation ("total", "quantos")
     all          a word for "every one of them"
     negation     a word that turns a request around ("don't", "não")
+    tag          a tag at the end of a question ("... paid or not?", "... ou não?"): the turn asks
+                 about a state; anywhere else it is a negation
+    refer        a word that points back at an earlier request ("the same for 4412", "mesma
+                 coisa"): what to do is not said in this turn
     question     a how-to or why question, which no tool answers
     date         a relative day (`offset` days from today) or a weekday
     id_cue       a word between a noun and its id ("number", "nº", "#")
@@ -47,19 +51,33 @@ ROLES = frozenset(
     {
         "function", "determiner", "modal", "verb", "verb_first", "nominal", "light", "past",
         "noun", "status", "compute", "all", "negation", "question", "date", "id_cue", "weak",
-        "pt_pt", "tool", "word",
+        "pt_pt", "tool", "word", "tag", "refer",
     }
 )  # fmt: skip
 
 # Roles a generated or listed verb form may not take over.
 _KEEP = frozenset(
-    {"function", "determiner", "modal", "noun", "status", "negation", "question", "pt_pt", "date"}
+    {
+        "function",
+        "determiner",
+        "modal",
+        "noun",
+        "status",
+        "negation",
+        "question",
+        "pt_pt",
+        "date",
+        "tag",
+        "refer",
+    }
 )
 _PRIORITY = {
     "pt_pt": 9,
     "tool": 9,
     "negation": 8,
     "question": 8,
+    "tag": 8,
+    "refer": 8,
     "date": 7,
     "id_cue": 7,
     "status": 6,

@@ -5,7 +5,8 @@ How a turn is read (no model, no guessing of the language):
 1. fold it (lowercase, accents off, white space plain; one character for one, so spans stay
    those of the turn); a turn longer than `MAX_TURN` characters is not read at all;
 2. take out free text: quoted text, then the text after a marker ("saying", "com a nota", ...)
-   to the end; nothing in it is read as a word or a value;
+   to the end; nothing in it is read as a word or a value. Some markers open free text only
+   where a clause follows them (`since the pump was replaced`, never `since the 2nd`);
 3. note what only European Portuguese says ("estou a ver"), take out tool names typed as they
    are (`get_order`), then values (`values`), noting the ones written the other language's way;
 4. split the rest into words and look each up -- phrases of up to four words first -- in the
@@ -19,7 +20,9 @@ How a turn is read (no model, no guessing of the language):
    "para" at the head is "stop", `OS` is the work order where the article cannot stand ("a OS
    742"), a weekday after (or before) "since"/"passada" looks back, "foram abertas" is when they
    were opened (not a state), a plain word after a noun that names a text argument ("site norte")
-   is that argument's value, and a marking verb with `como`/`as` and a state marks;
+   is that argument's value, a marking verb with `como`/`as` and a state marks, a tag that ends
+   the turn ("... or not?", "... ou não?") makes it a question about a state, and a word that
+   points back ("the same for 4412") is kept, so the turn is not read as a request of its own;
 6. give each value the noun it follows ("pedido 4411" -> order), skipping "number", "nº", "#" and
    function words.
 
@@ -94,6 +97,7 @@ class Reading:
     typos: list[tuple[str, str]] = field(default_factory=list)
     negated: list[str] = field(default_factory=list)
     question: list[str] = field(default_factory=list)
+    refers: list[str] = field(default_factory=list)
     compute: list[str] = field(default_factory=list)
     every: bool = False
     verbs: list[Word] = field(default_factory=list)
@@ -139,6 +143,7 @@ class Reader:
         mark_verbs: frozenset[str] = frozenset(),
         mark_words: frozenset[str] = frozenset(),
         head_negations: frozenset[str] = frozenset(),
+        clause_markers: tuple[tuple[str, str, str], ...] = (),
     ) -> None:
         self.lexicon = lexicon
         self.grammar = grammar
@@ -154,6 +159,7 @@ class Reader:
         self.mark_verbs = mark_verbs
         self.mark_words = mark_words
         self.head_negations = head_negations
+        self.clause_markers = clause_markers
         self.passive = frozenset({"foi", "foram", "sido", "was", "were", "been"})
         names = sorted((n for n in tool_names if not n.isalpha()), key=len, reverse=True)
         # A turn can name a tool outright only if it holds one of the marks tool names join words
@@ -177,6 +183,10 @@ class Reader:
             text = " ".join(words)
             self._marker_kind[text] = kind
             marker_parts.append(re.escape(text).replace(r"\ ", r"\s+"))
+        for word, clause, kind in clause_markers:
+            # A marker that needs a clause after it: `clause` is the look-ahead that says so.
+            self._marker_kind[word] = kind
+            marker_parts.append(re.escape(word) + f"(?={clause})")
         # No look-behind in front, so the regex engine can skip positions by their first letter;
         # the letter before a match is checked in `_marker`.
         self._markers = re.compile(r"(?P<marker>" + "|".join(marker_parts) + r")(?![a-z0-9])")
@@ -198,6 +208,7 @@ class Reader:
             mark_verbs=self.mark_verbs,
             mark_words=self.mark_words,
             head_negations=self.head_negations,
+            clause_markers=self.clause_markers,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -297,14 +308,20 @@ class Reader:
         i = 0
         while i < len(items):
             item = items[i]
-            if isinstance(item, Word) and longest > 1 and item.norm in heads:
+            head = item.norm if isinstance(item, Word) else ""
+            if "-" in head and head not in heads:
+                head = head.replace("-", "")  # "e-mail novo" is the phrase "email novo"
+            if isinstance(item, Word) and longest > 1 and head in heads:
                 matched = False
-                for size in range(min(heads[item.norm], len(items) - i), 1, -1):
+                for size in range(min(heads[head], len(items) - i), 1, -1):
                     run = items[i : i + size]
                     if any(type(part) is not Word for part in run):
                         continue
                     key = tuple(part.norm for part in run)  # type: ignore[union-attr]
                     entry = phrases.get(key)
+                    if entry is None and any("-" in part for part in key):
+                        key = tuple(part.replace("-", "") for part in key)
+                        entry = phrases.get(key)
                     if entry is not None:
                         first, last = run[0], run[-1]
                         out.append(
@@ -480,6 +497,14 @@ class Reader:
                 reading.pt_pt.append(word.text)
             elif role == "negation":
                 reading.negated.append(word.text)
+            elif role == "tag":
+                if following is None:
+                    # "... paid or not?": a question about the state, never a request.
+                    reading.state_question = True
+                else:
+                    reading.negated.append(word.text)
+            elif role == "refer":
+                reading.refers.append(word.text)
             elif role == "question":
                 reading.question.append(word.text)
             elif role == "compute":

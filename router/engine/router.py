@@ -3,8 +3,9 @@
 How a turn becomes a plan, in order; the first step that decides, decides:
 
 1. Read it (`reader`). A word of Portugal, a word nobody knows, a number written the other
-   language's way, a how-to or why question, or a negation ("don't refund ...") leaves it
-   `unread`: no call is ever written from a turn the router could not read whole.
+   language's way, a how-to or why question, a negation ("don't refund ..."), or a word that
+   points back at an earlier request ("the same for 4412") leaves it `unread`: no call is ever
+   written from a turn the router could not read whole.
 2. A rulebook intent the turn says word for word (`intents`) that leads to a refusal: `declined`,
    naming the flow.
 3. A turn that only gives values, after an `ask`: those values complete the asked call.
@@ -196,6 +197,7 @@ class Router:
             mark_verbs=frozenset(grammar.MARK_VERBS.split()),
             mark_words=frozenset(grammar.MARK_WORDS.split()),
             head_negations=frozenset(grammar.HEAD_NEGATIONS.split()),
+            clause_markers=grammar.clause_markers(self.lexicon),
         )
         if learn_intent_words(rulebook, self.reader):
             self.reader = self.reader.rebuilt()
@@ -402,6 +404,10 @@ class Router:
         if reading.negated:
             why.append("a negation: " + ", ".join(f"`{w}`" for w in reading.negated))
             return "negated"
+        if reading.refers:
+            why.append("points back at an earlier request: " +
+                       ", ".join(f"`{w}`" for w in reading.refers))  # fmt: skip
+            return "refers_back"
         if reading.empty:
             return "empty"
         return None
@@ -1028,6 +1034,8 @@ class Router:
             return phrases("hint_negated")
         if reason == "question":
             return phrases("hint_question")
+        if reason == "refers_back":
+            return phrases("hint_refers")
         if reason == "no_tool":
             return phrases("hint_no_tool")
         if reason == "too_long":

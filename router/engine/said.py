@@ -20,7 +20,10 @@ stop) and `confirm` (ask the person, the default). The call is never changed.
   tool returned in the session is asked about (`argument_origin: <name>`); never allowed, never
   refused, so it has no modes beyond on and off.
 
-Which checks run is the tool check's `checks=[...]`; the modes are given here.
+Which checks run is the tool check's `checks=[...]`; the modes are given here. A `confirm` asks the
+person about exactly this call; once they said yes to it (the tool check allowed it with their
+token: `confirmed`), a check in `confirm` mode has its answer and does not ask again, while one in
+`refuse` mode still refuses.
 """
 
 from __future__ import annotations
@@ -290,8 +293,20 @@ def said_checks(
     """
     said = _Said(router, turns, modes)
     return [
-        PostCheck("grounded", said.grounded),
-        PostCheck("s1_veto", said.s1),
-        PostCheck("s2_veto", said.s2),
-        PostCheck("confirm_read", said.confirm_read),
+        PostCheck("grounded", _asks_once(said.grounded)),
+        PostCheck("s1_veto", _asks_once(said.s1)),
+        PostCheck("s2_veto", _asks_once(said.s2)),
+        PostCheck("confirm_read", _asks_once(said.confirm_read)),
     ]
+
+
+def _asks_once(run: Callable[..., Decision | None]) -> Callable[..., Decision | None]:
+    """A check whose `confirm` is answered by the person's yes to exactly this call."""
+
+    def check(call: Any, decision: Decision, **given: Any) -> Decision | None:
+        answer = run(call, decision, **given)
+        if answer is not None and answer.decision == CONFIRM and "confirmed" in decision.reasons:
+            return None
+        return answer
+
+    return check

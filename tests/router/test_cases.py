@@ -1,6 +1,8 @@
 """The router's test set: every turn of `cases/` read into its expected plan.
 
-Reported per language: the share of exact plans (asserted at 97% or more). Asserted without any
+Reported per language: the share of exact plans (asserted at 97% or more), and apart from it the
+share on the held-out sets alone (`heldout*.yaml`: turns written before the router was run on
+them), asserted at the level measured when they were last scored. Asserted without any
 tolerance: no write is planned -- not as a confirm, not as the call a chain or an ask completes --
 from a turn that is out of domain, foreign, European Portuguese or ambiguous.
 """
@@ -16,6 +18,10 @@ import yaml
 from .conftest import CASES, router_for
 
 THRESHOLD = 0.97
+# The held-out sets' share of exact plans, as measured (152/153 in English, 156/157 in pt-BR):
+# the one English miss paraphrases a rulebook intent, which is matched word for word by design;
+# the pt-BR miss reads "mensagem de cliente" as a message, not as the inbox.
+HELDOUT_FLOOR = {"en": 0.993, "pt-BR": 0.993}
 GUARDED = frozenset({"ood", "foreign", "pt_pt", "ambiguous"})
 LANGUAGES = ("en", "pt-BR")
 
@@ -104,6 +110,30 @@ def test_at_least_97_percent_of_plans_are_exact(language, capsys):
         print(f"\nrouter test set, {language}: {len(cases) - len(wrong)}/{len(cases)} exact "
               f"({exact:.1%})")  # fmt: skip
     assert exact >= THRESHOLD, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_held_out_sets_are_read_at_the_measured_level(language, capsys):
+    cases = [
+        c for c in CASES_LOADED if c["language"] == language and c["where"].startswith("heldout")
+    ]
+    by_file: dict[str, list[int]] = {}
+    wrong = []
+    for case in cases:
+        found = differences(case, plan_of(case))
+        counts = by_file.setdefault(case["where"].split("[")[0], [0, 0])
+        counts[1] += 1
+        if found:
+            wrong.append(f"{case['where']} {case['turn']!r}: {'; '.join(found)}")
+        else:
+            counts[0] += 1
+    assert len(by_file) >= 3 and len(cases) >= 150, f"too few held-out {language} turns"
+    exact = 1 - len(wrong) / len(cases)
+    with capsys.disabled():
+        shown = ", ".join(f"{name} {n}/{total}" for name, (n, total) in sorted(by_file.items()))
+        print(f"\nheld-out, {language}: {len(cases) - len(wrong)}/{len(cases)} exact "
+              f"({exact:.1%}): {shown}")  # fmt: skip
+    assert exact >= HELDOUT_FLOOR[language], "\n".join(wrong)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -215,3 +215,85 @@ def test_a_scripted_model_that_runs_out_is_refused_not_skipped():
     assert talk.say("tell me a joke").text == "Sorry, I can't help with that."
     with pytest.raises(ModelUnavailable):
         model.respond(None)
+
+
+# -- the host's gate after the tool check (the SDK puts the firewall there) ----------------------
+
+
+def gated(gate, ran):
+    from router.engine.conversation import Conversation as Talk
+
+    router = Router(shop_without_model(), rulebook=shop_rulebook(), today=TODAY)
+    return Talk(router, executor=executor_for(ran), key=KEY, gate=gate, gate_name="firewall")
+
+
+def test_a_gate_refusal_stops_the_call_and_names_its_rule():
+    from guard.engine.decision import Decision
+    from router.engine.conversation import GateAnswer
+
+    ran: list = []
+    seen: list = []
+
+    def gate(call, confirmed):
+        seen.append((call["tool"], confirmed))
+        return GateAnswer(Decision("refuse", ("firewall: no-lookups",), {}, "no-lookups"))
+
+    reply = gated(gate, ran).say("show order 4411")
+    assert ran == [] and seen == [("get_order", False)]
+    assert "firewall: no-lookups" in reply.text
+    assert reply.checks[-1]["gate"] == "firewall"
+
+
+def test_a_gate_confirm_asks_the_person_and_sees_their_yes():
+    from guard.engine.decision import Decision
+    from router.engine.conversation import GateAnswer
+
+    ran: list = []
+    seen: list = []
+
+    def gate(call, confirmed):
+        seen.append(confirmed)
+        verdict = "allow" if confirmed else "confirm"
+        return GateAnswer(Decision(verdict, ("firewall: ask-first",), {}, "ask-first"))
+
+    talk = gated(gate, ran)
+    asked = talk.say("show order 4411")
+    assert asked.waiting == "confirm" and ran == []
+    done = talk.say("yes")
+    assert seen == [False, True] and [tool for tool, _ in ran] == ["get_order"]
+    assert done.ran[0]["tool"] == "get_order"
+
+
+def test_a_gate_cannot_loosen_the_tool_checks_answer():
+    from guard.engine.decision import Decision
+    from router.engine.conversation import GateAnswer
+
+    ran: list = []
+    talk = gated(lambda call, confirmed: GateAnswer(Decision("allow")), ran)
+    held = talk.say("refund $20 on order 4411")
+    assert held.waiting == "confirm" and [tool for tool, _ in ran] == ["get_order"]
+
+
+def test_a_gate_that_raises_stops_the_turn_and_nothing_runs():
+    ran: list = []
+
+    class Down(Exception):
+        pass
+
+    def gate(call, confirmed):
+        raise Down("the firewall cannot answer")
+
+    with pytest.raises(Down):
+        gated(gate, ran).say("show order 4411")
+    assert ran == []
+
+
+def test_an_executor_that_answers_replayed_has_run_the_call_before():
+    from guard.engine.execution import Replayed
+
+    router = Router(shop_without_model(), rulebook=shop_rulebook(), today=TODAY)
+    talk = Conversation(router, executor=lambda tool, arguments: Replayed({"done": 1}), key=KEY)
+    reply = talk.say("show order 4411")
+    assert reply.ran == [{"tool": "get_order", "arguments": {"order_id": "4411"},
+                          "result": {"done": 1}, "duplicate": True}]  # fmt: skip
+    assert reply.text.startswith("Already done") and len(talk.history) == 0

@@ -258,3 +258,22 @@ def test_a_mode_the_check_does_not_have_is_refused():
         said_checks(router, turns=[], modes={"grounded": "refuse"})
     with pytest.raises(SettingInvalid):
         said_checks(router, turns=[], modes={"s3_veto": "off"})
+
+
+def test_the_persons_yes_to_exactly_the_call_answers_a_confirm_and_never_a_refusal():
+    desk = Desk()
+    desk.turns[:] = ["refund 20 on order A1"]
+    call = {"tool": "refund_card", "arguments": {"order_id": "A2", "amount": 20},
+            "origins": TYPED}  # fmt: skip
+    history = desk.check.new_history("s")
+    held = desk.check.check(call, session=history)
+    assert held.decision == "confirm" and any(r.startswith("confirm_read") for r in held.reasons)
+    token = desk.check.issue_token(call, session=history)
+    answered = desk.check.check(call, session=history, token=token)
+    assert (answered.decision, answered.reasons) == ("allow", ("confirmed",))
+    strict = Desk(modes={"confirm_read": "refuse"})
+    strict.turns[:] = ["refund 20 on order A1"]
+    history = strict.check.new_history("s")
+    token = strict.check.issue_token(call, session=history)
+    refused = strict.check.check(call, session=history, token=token)
+    assert refused.decision == "refuse" and refused.rule == "confirm_read"
