@@ -82,6 +82,20 @@ def firewall_request_create(
     )
 
 
+def shown_arguments(request: ApprovalRequest) -> dict[str, Any]:
+    """The call's arguments as people see them: the check's view hides those marked secret, and
+    anything that looks like a credential is redacted."""
+    from console.redaction import redact
+
+    shown = (request.detail or {}).get("arguments") or {}
+    return {
+        name: shown[name]["value"]
+        if isinstance(shown.get(name), dict) and "value" in shown[name]
+        else redact({name: value})[name]
+        for name, value in (request.call.get("arguments") or {}).items()
+    }
+
+
 def _own(actor: Actor, request: ApprovalRequest) -> bool:
     if actor.user_id is not None and actor.user_id == request.requested_by_id:
         return True

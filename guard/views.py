@@ -9,7 +9,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
-from console.redaction import redact
 from guard import approvals
 from guard.models import ApprovalRequest
 
@@ -21,14 +20,7 @@ ORIGINS = {
 
 
 def _card(request: ApprovalRequest) -> dict:
-    # The check's own view of the arguments hides those marked secret; others are redacted.
-    shown = (request.detail or {}).get("arguments") or {}
-    arguments = {
-        name: shown[name]["value"]
-        if isinstance(shown.get(name), dict) and "value" in shown[name]
-        else redact({name: value})[name]
-        for name, value in (request.call.get("arguments") or {}).items()
-    }
+    arguments = approvals.shown_arguments(request)
     entries = (request.session.history.get("entries", []) if request.session else [])[-5:]
     return {
         "request": request,

@@ -197,7 +197,7 @@ def _approval_json(item: ApprovalRequest) -> dict[str, Any]:
         "status": item.status if item.status != "pending" or item.is_open else "expired",
         "tool": item.tool,
         "agent": item.agent,
-        "arguments": item.call.get("arguments", {}),
+        "arguments": approvals.shown_arguments(item),
         "origins": item.origins,
         "reasons": item.reasons,
         "rule": item.rule or None,

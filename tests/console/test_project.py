@@ -90,9 +90,7 @@ def test_the_openapi_schema_generates_without_a_warning(tmp_path):
     assert (tmp_path / "s.yaml").read_text().startswith("openapi:")
 
 
-def test_seed_demo_leaves_a_refund_in_the_queue_and_counters_on_the_tools_page(
-    client_for, capsys
-):
+def test_seed_demo_leaves_a_refund_in_the_queue_and_counters_on_the_tools_page(client_for, capsys):
     from guard.models import ApprovalRequest
 
     call_command("seed_demo")

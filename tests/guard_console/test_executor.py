@@ -371,3 +371,11 @@ def test_a_retry_racing_the_first_attempt_counts_one_effect(till, bank, approver
     assert first["outcome"] == "SUCCEEDED" and len(bank.effects) == 1
     panel = counters(till.actor.organisation)["pay"]
     assert (panel["effects"], panel["duplicates_suppressed"]) == (1, 1)
+
+
+def test_the_approvals_page_and_api_hide_a_secret_argument(till, approver, client_for):
+    asked = till.call("pay", {"account": "A-1", "amount": 10, "pin": "5150-PIN"}, origins=TYPED)
+    client = client_for(approver)
+    assert "5150-PIN" not in client.get("/approvals/").content.decode()
+    answer = client.get(f"/v1/approvals/{asked['approval']}").json()
+    assert answer["arguments"]["account"] == "A-1" and "5150-PIN" not in json.dumps(answer)
