@@ -33,6 +33,12 @@ def test_the_same_intent_gives_the_same_key_whatever_the_order_of_its_arguments(
     assert intent_key(**BASE).startswith("ik1-") and len(intent_key(**BASE)) == 4 + 64
 
 
+def test_the_key_of_an_intent_never_changes_from_one_version_to_the_next():
+    """Ledgers keep keys across upgrades: a retry after an upgrade must find the same key."""
+    assert intent_key(**BASE) == ("ik1-" + KNOWN_KEY)
+    assert intent_key(**BASE, compensation_of=0) == "ik1-" + KNOWN_UNDO_KEY
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -52,6 +58,10 @@ def test_every_part_of_the_intent_changes_the_key(change):
 
 def test_an_undo_of_one_entry_is_not_an_undo_of_another():
     assert intent_key(**BASE, compensation_of=0) != intent_key(**BASE, compensation_of=1)
+
+
+KNOWN_KEY = "5b2313aaeb758f60a29a25d291295df50c949804ee20b72be67b082bc02025e8"
+KNOWN_UNDO_KEY = "cd91a2be32a8f7333f2ef3a9ab32cff6aa83738f61caa36d01fe3d75787a139f"
 
 
 def call(tool, **arguments):
@@ -109,6 +119,13 @@ def test_the_step_never_exceeds_the_history_and_copies_do_not_move_it(tools, cop
         ({"decision": "refuse", "reasons": ["history_invalid"], "detail": {"step": 2}}, None),
         ({"decision": "refuse", "reasons": ["tool_disabled"], "detail": {}}, "schema_valid"),
         ({"decision": "confirm", "reasons": ["write"], "detail": {"step": 1}}, "schema_valid"),
+        (
+            {"decision": "refuse", "reasons": ["argument_schema: at /a:b"], "detail": {"step": 3}},
+            "schema_rejected",
+        ),
+        ({"decision": "refuse", "reasons": ["other"], "detail": {"step": 3}}, "schema_valid"),
+        ({"decision": "allow", "detail": {"step": 13}}, "schema_valid"),
+        ({"decision": "refuse", "detail": {"step": 1}}, None),
     ],
 )
 def test_which_counter_a_decision_counts_in(decision, counter):
@@ -157,7 +174,8 @@ def test_the_undo_goes_last_first_and_says_what_cannot_be_undone():
         {"tool": "pay", "arguments": {"account": "B"}, "result": {}},
         {"tool": "gone", "arguments": {}, "result": {}},
     ]
-    plan = undo_plan(catalogue, entries, [0, 1, 2, 3, 4, 4, 9, -1])
+    plan = undo_plan(catalogue, entries, [0, 1, 2, 3, 4, 4, 5, 9, -1])
+    assert plan[0].tool == "gone" and plan[3].tool == "ship"
     assert [(step.index, step.status) for step in plan] == [
         (4, "not_compensated"),
         (3, "unbound"),
