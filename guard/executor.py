@@ -334,7 +334,6 @@ class Executor:
             expected = intent_key(
                 organisation=str(self.actor.organisation.pk),
                 session=str(self.session.public_id),
-                agent=self.session.agent,
                 tool=tool,
                 arguments=arguments,
                 step=effect.step,
@@ -410,7 +409,6 @@ class Executor:
                     key = intent_key(
                         organisation=str(organisation.pk),
                         session=str(session.public_id),
-                        agent=session.agent,
                         tool=tool,
                         arguments=arguments,
                         step=step,

@@ -400,7 +400,6 @@ def execute_here(
         key = execution.intent_key(
             organisation="local",
             session=session,
-            agent=agent,
             tool=tool,
             arguments=arguments,
             step=execution.intent_step(entries, tool, arguments),

@@ -4,8 +4,8 @@ tenant an argument names, and the undo of a run.
 The executor (guard/executor.py) holds the ledger, the counters and the tools; this module holds
 the rules it applies, so that they are tested (and mutation-tested) on their own:
 
-- **The idempotency key** is derived from the intent — organisation, session, agent, tool,
-  canonical arguments and the session's step — never supplied by the caller, so a retry cannot
+- **The idempotency key** is derived from the intent — organisation, session, tool, canonical
+  arguments and the session's step (not the agent: a hand-off keeps the key) — never supplied by the caller, so a retry cannot
   come with a new key. The step is the history's length without the calls at its end that are this
   same call: repeating a call with nothing in between is a retry of it (one effect), while the same
   call after another one is a new intent.
@@ -87,18 +87,20 @@ def intent_key(
     *,
     organisation: str,
     session: str,
-    agent: str,
     tool: str,
     arguments: Mapping[str, Any],
     step: int,
     compensation_of: int | None = None,
 ) -> str:
-    """The idempotency key of one intent: the same inputs always give the same key."""
+    """The idempotency key of one intent: the same inputs always give the same key.
+
+    The agent is not part of it: an intent handed off to another agent of the session (or to
+    another process) keeps its key, so the write it retries is not run again.
+    """
     material = {
         "v": 1,
         "organisation": organisation,
         "session": session,
-        "agent": agent,
         "tool": tool,
         "arguments": dict(arguments),
         "step": step,
