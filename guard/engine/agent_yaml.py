@@ -30,6 +30,7 @@ from .errors import CatalogueInvalid, Issue
 
 OTHER_SECTIONS = frozenset(
     {
+        "undo",
         "rulebook",
         "firewall",
         "settings",
@@ -136,6 +137,7 @@ def load_agent_yaml(
     if "firewall" in data and (not isinstance(firewall, str) or not firewall.strip()):
         issues.append(Issue("firewall", "must be the path of a firewall policy (JSON)"))
         firewall = None
+    tools = _with_undo(data.get("undo"), tools, issues) if "undo" in data else tools
     catalogue_data = {key: data[key] for key in ("agents", "facts", "tool_kinds") if key in data}
     catalogue_data["tools"] = tools
     try:
@@ -149,6 +151,33 @@ def load_agent_yaml(
     return AgentFile(
         catalogue=catalogue, data=catalogue_data, rulebook=rulebook, other=other, firewall=firewall
     )
+
+
+def _with_undo(section: Any, tools: list[Any], issues: list[Issue]) -> list[Any]:
+    """Fold the `undo:` section (tool -> `none`, an undo tool, or `{tool, bind}`) into the tools.
+
+    It is how an agent file says the undo of a tool that a module declares: `undo: {refund_card:
+    none}` says a failed run may leave `refund_card` done; `undo: {charge_card: {tool:
+    refund_card, bind: {...}}}` is `compensation` in the catalogue's words.
+    """
+    if not isinstance(section, Mapping):
+        issues.append(Issue("undo", "must map tool names to `none` or their undo"))
+        return tools
+    by_name = {
+        tool.get("name"): index for index, tool in enumerate(tools) if isinstance(tool, Mapping)
+    }
+    folded = list(tools)
+    for name, undo in section.items():
+        index = by_name.get(name)
+        if index is None:
+            issues.append(Issue(f"undo.{name}", "names a tool the agent file does not have"))
+            continue
+        tool = folded[index]
+        if "undo" in tool or "compensation" in tool:
+            issues.append(Issue(f"undo.{name}", "the tool already says its undo"))
+            continue
+        folded[index] = {**tool, "undo": undo}
+    return folded
 
 
 def _relabel(issue: Issue, origins: list[str]) -> Issue:

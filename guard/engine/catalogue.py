@@ -65,6 +65,7 @@ TOOL_KEYS = frozenset(
         "requires_trust",
         "withdrawn",
         "secret",
+        "undo",
     }
 )
 
@@ -130,6 +131,8 @@ class Tool:
     requires_trust: str | None = None
     withdrawn: bool = False
     secret: frozenset[str] = frozenset()
+    # `undo: none`: the team says a failed run may leave this write done (no undo is asked for).
+    undo_none: bool = False
 
     @property
     def is_write(self) -> bool:
@@ -229,25 +232,47 @@ def _order_rules(tool, key, where, names, parameters, issues) -> tuple[OrderRule
     return tuple(rules)
 
 
+def _undo(tool, where, issues) -> tuple[Any, bool]:
+    """`undo:` (the agent file's word): `none`, or the undo itself as `compensation` takes it.
+
+    Returns the compensation to read (or None) and whether the tool says `undo: none`.
+    """
+    if "undo" not in tool:
+        return tool.get("compensation"), False
+    undo = tool["undo"]
+    if "compensation" in tool:
+        issues.append(Issue(f"{where}.undo", "give the undo once: `undo` or `compensation`"))
+        return None, False
+    if undo == "none":
+        return None, True
+    if undo is None or isinstance(undo, bool):
+        issues.append(
+            Issue(f"{where}.undo", "must be `none`, a tool name or `{tool, bind}` (write `none`)")
+        )
+        return None, False
+    return undo, False
+
+
 def _compensation(tool, where, names, raw_tools, issues) -> Compensation | None:
-    raw = tool.get("compensation")
+    raw, _ = _undo(tool, where, [])
     if raw is None:
         return None
+    where = f"{where}.undo" if "undo" in tool else f"{where}.compensation"
+    return _compensation_of(raw, where, names, raw_tools, issues)
+
+
+def _compensation_of(raw, where, names, raw_tools, issues) -> Compensation | None:
     if isinstance(raw, str):
         raw = {"tool": raw}
     if not isinstance(raw, Mapping) or set(raw) - {"tool", "bind"}:
-        issues.append(Issue(f"{where}.compensation", "must be a tool name or `{tool, bind}`"))
+        issues.append(Issue(where, "must be a tool name or `{tool, bind}`"))
         return None
     undo = raw.get("tool")
     if undo not in names:
-        issues.append(
-            Issue(
-                f"{where}.compensation.tool", f"names a tool the catalogue does not have: `{undo}`"
-            )
-        )
+        issues.append(Issue(f"{where}.tool", f"names a tool the catalogue does not have: `{undo}`"))
         return None
     undo_parameters = _parameter_names(raw_tools[undo])
-    bind = _bindings(raw.get("bind"), f"{where}.compensation.bind", issues, undo_parameters)
+    bind = _bindings(raw.get("bind"), f"{where}.bind", issues, undo_parameters)
     return Compensation(undo, bind)
 
 
@@ -322,6 +347,7 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
     issues.extend(found)
     after = _order_rules(raw, "after", where, names, parameters, issues)
     not_after = _order_rules(raw, "not_after", where, names, parameters, issues)
+    _, undo_none = _undo(raw, where, issues)
     compensation = _compensation(raw, where, names, raw_tools, issues)
     reads_outside = _reads_outside(raw, where, issues)
     irreversible = _bool(raw, "irreversible", where, issues)
@@ -350,6 +376,7 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         not_after=not_after,
         at_most=at_most,
         compensation=compensation,
+        undo_none=undo_none,
         irreversible=irreversible,
         idempotent=idempotent,
         checks=checks,

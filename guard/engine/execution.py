@@ -14,7 +14,8 @@ the rules it applies, so that they are tested (and mutation-tested) on their own
 - **Tenancy**: the tenant comes from the identity; an argument that names a tenant (`tenant`,
   `organisation`, ...) must name that one.
 - **Undo**: the writes of a run are compensated last first; a write with no compensation is
-  reported `irreversible` when the catalogue says so, `not_compensated` otherwise.
+  reported `irreversible` or `left_done` (`undo: none`) when the catalogue says so,
+  `not_compensated` otherwise.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class UndoStep:
 
     index: int  # the history entry of the write
     tool: str
-    status: str  # "compensate", "irreversible", "not_compensated", "unbound"
+    status: str  # "compensate", "irreversible", "left_done", "not_compensated", "unbound"
     compensation: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
@@ -181,7 +182,12 @@ def undo_plan(
         name = str(content.get("tool"))
         tool = catalogue.tools.get(name)
         if tool is None or tool.compensation is None:
-            status = "irreversible" if tool is not None and tool.irreversible else "not_compensated"
+            if tool is not None and tool.irreversible:
+                status = "irreversible"
+            elif tool is not None and tool.undo_none:
+                status = "left_done"  # the team said a failed run may leave it done
+            else:
+                status = "not_compensated"
             plan.append(UndoStep(index, name, status))
             continue
         arguments: dict[str, Any] = {}

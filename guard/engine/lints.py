@@ -1,8 +1,8 @@
 """Registration lints: what a catalogue leaves to chance, reported as warnings that block nothing.
 
 Per write (`write` or `sends_out`), in this order:
-- `write_without_compensation`: neither compensated nor marked irreversible (a tool that is itself
-  the undo of another is not asked for an undo of its own);
+- `write_without_compensation`: neither compensated nor marked irreversible nor `undo: none` (a
+  tool that is itself the undo of another is not asked for an undo of its own);
 - `write_not_retry_safe`: not idempotent, so an ambiguous failure goes to a person;
 - `write_without_result_schema`: no result schema, so its outcome could not be reported;
 - `compensation_not_retry_safe`: its undo is not idempotent.
@@ -49,7 +49,12 @@ def lint_catalogue(catalogue: Catalogue) -> list[Lint]:
         tool = catalogue.tools[name]
         if not tool.is_write or tool.withdrawn:
             continue
-        if tool.compensation is None and not tool.irreversible and name not in catalogue.undo_tools:
+        if (
+            tool.compensation is None
+            and not tool.irreversible
+            and not tool.undo_none
+            and name not in catalogue.undo_tools
+        ):
             lints.append(
                 Lint(
                     "write_without_compensation",

@@ -572,7 +572,7 @@ def ask(graph: Graph) -> Questions:
             )
     for name in writes:
         tool = catalogue.tools[name]
-        if tool.compensation is not None or tool.irreversible:
+        if tool.compensation is not None or tool.irreversible or tool.undo_none:
             continue
         first_after_other = Cube(wrote=True, not_turn_ran=frozenset({name}))
         targets = [(e.index, (first_after_other,)) for e in edges_into("tool", name)]

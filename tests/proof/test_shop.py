@@ -85,3 +85,25 @@ def test_unrecoverable_refund_witness_runs_a_charge_first_in_the_same_turn(shop_
     assert nodes.index("desk_tool_charge_card") < nodes.index("billing_tool_refund_card")
     assert {step.turn for step in refund.witness} == {1}
     assert refund.witness[-1].at == "agent.yaml:10"
+
+
+def test_the_fix_of_qg105_is_one_the_agent_file_accepts() -> None:
+    """`undo: none` (a failed run may leave it done) answers QG105 and its lint; `undo:` naming
+    the undo tool gives it a compensation, as the fix text says."""
+    from proof.engine import ProofCache, verify_agent_file
+    from tests.proof.conftest import SHOP, shop_files
+
+    text = (SHOP / "agent.yaml").read_text(encoding="utf-8")
+    left_done = verify_agent_file(
+        text + "undo:\n  refund_card: none\n", files=shop_files(), cache=ProofCache()
+    )
+    assert [f.rule for f in left_done.findings] == ["QG023"]
+    assert "on refund_card: a write neither compensated" not in render_text(left_done)
+    undone = verify_agent_file(
+        text
+        + "undo:\n  refund_card:\n    tool: charge_card\n"
+        + "    bind: {order_id: arguments.order_id, amount: arguments.amount}\n",
+        files=shop_files(),
+        cache=ProofCache(),
+    )
+    assert "QG105" not in [f.rule for f in undone.findings]

@@ -59,3 +59,52 @@ def test_tools_may_be_written_out_in_the_file():
     assert issues_of("tools:\n  - name: ping\n    kind: nope\n") == [
         "tools[0].kind: must be one of read, write, sends_out, not `nope`"
     ]
+
+
+UNDO_FILE = """
+agents:
+  desk: {tools: [pay, refund, ship]}
+tools:
+  - {name: pay, kind: write, parameters: {type: object, properties: {amount: {type: number}}}}
+  - {name: refund, kind: write, parameters: {type: object, properties: {amount: {type: number}}}}
+  - {name: ship, kind: write, undo: none, parameters: {type: object}}
+undo:
+  pay: {tool: refund, bind: {amount: arguments.amount}}
+  refund: none
+"""
+
+
+def test_the_undo_section_says_each_tools_undo_or_that_a_run_may_leave_it_done():
+    from guard.engine import lint_catalogue
+
+    catalogue = load_agent_yaml(UNDO_FILE).catalogue
+    assert catalogue.tools["pay"].compensation.tool == "refund"
+    assert catalogue.tools["refund"].undo_none and catalogue.tools["ship"].undo_none
+    assert not catalogue.tools["pay"].undo_none
+    lints = [(lint.code, lint.tool) for lint in lint_catalogue(catalogue)]
+    assert not [entry for entry in lints if entry[0] == "write_without_compensation"]
+
+
+@pytest.mark.parametrize(
+    ("section", "path", "message"),
+    [
+        ("undo:\n  nope: none\n", "undo.nope", "names a tool the agent file does not have"),
+        ("undo:\n  ship: none\n", "undo.ship", "the tool already says its undo"),
+        ("undo: [pay]\n", "undo", "must map tool names"),
+        ("undo:\n  pay: true\n", "tools[0].undo", "must be `none`, a tool name"),
+        ("undo:\n  pay: {tool: gone}\n", "tools[0].undo.tool", "names a tool the catalogue"),
+    ],
+)
+def test_an_undo_that_cannot_be_read_is_refused_by_its_path(section, path, message):
+    text = UNDO_FILE.split("undo:\n  pay")[0] + section
+    with pytest.raises(CatalogueInvalid) as caught:
+        load_agent_yaml(text)
+    found = [(issue.path, issue.message) for issue in caught.value.issues]
+    assert any(p == path and message in m for p, m in found), found
+
+
+def test_a_tool_cannot_say_its_undo_twice():
+    text = UNDO_FILE.replace("undo: none, parameters", "undo: none, compensation: pay, parameters")
+    with pytest.raises(CatalogueInvalid) as caught:
+        load_agent_yaml(text.split("undo:\n  pay")[0])
+    assert any(issue.path == "tools[2].undo" for issue in caught.value.issues)

@@ -140,7 +140,7 @@ def test_an_argument_naming_another_tenant_is_found():
 
 
 CATALOGUE = {
-    "agents": {"till": {"tools": ["pay", "unpay", "ship", "stamp", "look"]}},
+    "agents": {"till": {"tools": ["pay", "unpay", "ship", "stamp", "look", "note"]}},
     "tools": [
         {
             "name": "pay",
@@ -158,6 +158,7 @@ CATALOGUE = {
         },
         {"name": "ship", "kind": "write", "irreversible": True, "parameters": {"type": "object"}},
         {"name": "stamp", "kind": "write", "parameters": {"type": "object"}},
+        {"name": "note", "kind": "write", "undo": "none", "parameters": {"type": "object"}},
         {"name": "look", "kind": "read", "parameters": {"type": "object"}},
     ],
 }
@@ -184,6 +185,12 @@ def test_the_undo_goes_last_first_and_says_what_cannot_be_undone():
     assert plan[1].missing == ("receipt",) and plan[1].compensation == "unpay"
     assert plan[4].arguments == {"account": "A", "receipt": "R1"}
     assert plan[4].compensation == "unpay" and plan[4].tool == "pay"
+
+
+def test_a_write_the_team_may_leave_done_is_reported_so():
+    catalogue = load_catalogue(CATALOGUE)
+    entries = [{"tool": "note", "arguments": {}, "result": {}}]
+    assert [step.status for step in undo_plan(catalogue, entries, [0])] == ["left_done"]
 
 
 def test_writes_already_undone_are_left_out():
