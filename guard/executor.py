@@ -27,12 +27,10 @@ Logs and events never hold credentials, tokens or arguments marked secret (`_log
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import importlib
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +48,7 @@ from guard.engine.canonical import is_json
 from guard.engine.execution import (
     ExecutionContext,
     Replayed,
+    call_tool,
     foreign_tenant,
     intent_key,
     intent_step,
@@ -57,6 +56,7 @@ from guard.engine.execution import (
     undo_plan,
 )
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
+from guard.services import _controls, _tool_check
 
 __all__ = [
     "ExecutionContext",
@@ -71,7 +71,6 @@ __all__ = [
 
 log = logging.getLogger("stalwart.executor")
 
-TIMEOUT_ATTEMPTS = 3  # a tool that times out is called at most this often, with the same key
 STEP_ATTEMPTS = 10  # a secondary step the reconciler still cannot run after this many gives up
 STOPPING = frozenset({"REJECTED", "REFUSED", "BLOCKED", "CANCELLED"})
 
@@ -277,6 +276,19 @@ class Executor:
             token=request.token,
         )
 
+    def _key(
+        self, tool: str, arguments: Mapping[str, Any], step: int, compensation_of: int | None
+    ) -> str:
+        """The intent's idempotency key in this organisation and session."""
+        return intent_key(
+            organisation=str(self.actor.organisation.pk),
+            session=str(self.session.public_id),
+            tool=tool,
+            arguments=arguments,
+            step=step,
+            compensation_of=compensation_of,
+        )
+
     # -- a tool that runs in another process (the SDK): begin, run there, complete -------------
 
     def begin(
@@ -312,8 +324,6 @@ class Executor:
         """Record what a tool that ran elsewhere did, under the key `begin` claimed for that call."""
         from django.core.exceptions import ValidationError
 
-        from guard.services import _tool_check
-
         call = {**call, "agent": self.session.agent}
         tool = str(call.get("tool") or "")
         check = _tool_check(self.session)
@@ -331,15 +341,7 @@ class Executor:
             effect = Effect.objects.filter(organisation=self.actor.organisation, key=key).first()
             if effect is None or effect.session_id != self.session.pk:
                 raise ValidationError({"key": ["no write of this session was begun with this key"]})
-            expected = intent_key(
-                organisation=str(self.actor.organisation.pk),
-                session=str(self.session.public_id),
-                tool=tool,
-                arguments=arguments,
-                step=effect.step,
-                compensation_of=call.get("compensation_of"),
-            )
-            if expected != key:
+            if self._key(tool, arguments, effect.step, call.get("compensation_of")) != key:
                 raise ValidationError(
                     {"key": ["the call differs from the one begun with this key"]}
                 )
@@ -347,7 +349,7 @@ class Executor:
                 return self._replay(effect, arguments, secret)
             if effect.status != Effect.Status.CLAIMED:
                 raise ValidationError({"key": [f"this write is {effect.status}, not running"]})
-        started = {"key": key, "decision": {"reasons": []}, "secret": secret}
+        started = {"key": key, "decision": {"reasons": []}, "secret": secret, "check": check}
         if blocked is not None:
             return self._fail(started, tool, arguments, "authorization_denied", str(blocked))
         if failed is not None:
@@ -384,8 +386,6 @@ class Executor:
         binding: ToolBinding | None,
     ) -> dict[str, Any]:
         """Everything before the effect, in one transaction: ledger, check, switches, claim."""
-        from guard.services import _controls, _tool_check
-
         actor, organisation = self.actor, self.actor.organisation
         tool = str(call.get("tool") or "")
         arguments = call.get("arguments")
@@ -397,33 +397,26 @@ class Executor:
             secret = known.secret if known is not None else frozenset()
             key, effect = "", None
             readable = isinstance(arguments, dict) and is_json(arguments)
-            if write and readable:
-                entries = _entries(check, session)
-                if entries is not None:
-                    undoes = call.get("compensation_of")
-                    step = (
-                        len(entries)
-                        if undoes is not None
-                        else intent_step(entries, tool, arguments)
-                    )
-                    key = intent_key(
-                        organisation=str(organisation.pk),
-                        session=str(session.public_id),
-                        tool=tool,
-                        arguments=arguments,
-                        step=step,
-                        compensation_of=undoes,
-                    )
-                    effect = (
-                        Effect.objects.select_for_update()
-                        .filter(organisation=organisation, key=key)
-                        .first()
-                    )
-                    if effect is not None and effect.status == Effect.Status.DONE:
-                        return self._replay(effect, arguments, secret)
+            # Verified once: the key's step and the check both read it.
+            history = _verified(check, session) if write and readable else None
+            if history is not None:
+                entries = [entry.content for entry in history]
+                undoes = call.get("compensation_of")
+                step = len(entries) if undoes is not None else intent_step(entries, tool, arguments)
+                key = self._key(tool, arguments, step, undoes)
+                effect = (
+                    Effect.objects.select_for_update()
+                    .filter(organisation=organisation, key=key)
+                    .first()
+                )
+                if effect is not None and effect.status == Effect.Status.DONE:
+                    return self._replay(effect, arguments, secret)
 
             decision = check.check(
-                call, session=session.history, context=context, token=token
+                call,
+                session=history if history is not None else session.history,
+                context=context,
+                token=token,
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
             counter = schema_counter(decision)
@@ -458,7 +451,13 @@ class Executor:
                 )
 
             if not write:
-                return {"outcome": "RUN", "key": "", "decision": decision, "secret": secret}
+                return {
+                    "outcome": "RUN",
+                    "key": "",
+                    "decision": decision,
+                    "secret": secret,
+                    "check": check,
+                }
             if effect is None:
                 effect = Effect(
                     organisation=organisation,
@@ -484,7 +483,13 @@ class Executor:
             effect.attempts += 1
             effect.save()
         # Committed: the claim is on record before the tool is called.
-        return {"outcome": "RUN", "key": key, "decision": decision, "secret": secret}
+        return {
+            "outcome": "RUN",
+            "key": key,
+            "decision": decision,
+            "secret": secret,
+            "check": check,
+        }
 
     def _effect(
         self, started: dict[str, Any], binding: ToolBinding, call: dict[str, Any]
@@ -492,29 +497,22 @@ class Executor:
         """Call the tool (a timeout is retried with the same key) and record what it did."""
         tool = str(call["tool"])
         arguments = dict(call.get("arguments") or {})
-        key = started["key"]
-        value: Any = None
-        for attempt in range(1, TIMEOUT_ATTEMPTS + 1):
-            context = dataclasses.replace(
-                self._context(tool, _retry_key(key, attempt) if key else ""), attempt=attempt
-            )
-            try:
-                value = binding.function(dict(arguments), context)
-                break
-            except TimeoutError:
-                if attempt == TIMEOUT_ATTEMPTS:
-                    # The tool may have had its effect: the key stays claimed, so that a retry
-                    # replays it rather than running it anew.
-                    return self._unfinished(started, call, "timeout")
-                time.sleep(self.timeout_backoff * attempt)
-            except PermissionError as exc:
-                return self._fail(started, tool, arguments, "authorization_denied", str(exc))
-            except Exception as exc:  # noqa: BLE001 - reported, redacted, with nothing recorded
-                return self._fail(
-                    started, tool, arguments, "tool_failed", f"{type(exc).__name__}: {exc}"
-                )
-        replayed = isinstance(value, Replayed)
-        result = value.result if replayed else value
+        status, value = call_tool(
+            binding.function,
+            arguments,
+            self._context(tool, started["key"]),
+            backoff=self.timeout_backoff,
+            retry_key=_retry_key,
+        )
+        if status == "uncertain":
+            # The tool may have had its effect: the key stays claimed, so that a retry replays
+            # it rather than running it anew.
+            return self._unfinished(started, call, "timeout")
+        if status == "blocked":
+            return self._fail(started, tool, arguments, "authorization_denied", value)
+        if status == "failed":
+            return self._fail(started, tool, arguments, "tool_failed", value)
+        replayed, result = status == "replayed", value
         return self._finish(started, call, binding, result, replayed=replayed)
 
     def _finish(
@@ -526,14 +524,12 @@ class Executor:
         *,
         replayed: bool,
     ) -> dict[str, Any]:
-        from guard.services import _tool_check
-
         organisation = self.actor.organisation
         tool = str(call["tool"])
         key = started["key"]
         with transaction.atomic():
             session = GuardSession.objects.select_for_update().get(pk=self.session.pk)
-            check = _tool_check(session)
+            check = started["check"]  # built for this call by `_begin` or `complete`
             history = check.load_history(session.history)
             check.record(history, call, result)
             index = len(history) - 1
@@ -713,8 +709,6 @@ class Executor:
 
     def undo(self) -> list[dict[str, Any]]:
         """Compensate this run's writes, last first; report the ones that cannot be undone."""
-        from guard.services import _tool_check
-
         check = _tool_check(self.session)
         history = check.load_history(self.session.history)
         entries = [entry.content for entry in history]
@@ -749,18 +743,12 @@ def _nothing(arguments: dict[str, Any], context: ExecutionContext) -> None:
     raise RuntimeError("this tool runs in the agent's process")
 
 
-def _entries(check: engine.ToolCheck, session: GuardSession) -> list[dict[str, Any]] | None:
-    """The history's contents, or None when it does not verify (the check then refuses)."""
+def _verified(check: engine.ToolCheck, session: GuardSession) -> engine.History | None:
+    """The session's history, verified; None when it does not verify (the check then refuses)."""
     try:
-        return [entry.content for entry in check.load_history(session.history)]
+        return check.load_history(session.history)
     except engine.GuardError:
         return None
-
-
-def _tool_check(session: GuardSession) -> engine.ToolCheck:
-    from guard.services import _tool_check as build
-
-    return build(session)
 
 
 # -- secondary steps and their reconciliation ----------------------------------------------------

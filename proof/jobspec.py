@@ -176,6 +176,28 @@ def spec_of(
     name: str | None = None,
 ) -> JobSpec:
     """A job's input from keyword arguments (the SDK's), read as strictly as a request body."""
+    return read_job(
+        job_body(
+            graph,
+            catalogue=catalogue,
+            rulebook=rulebook,
+            session_steps=session_steps,
+            turns=turns,
+            name=name,
+        )
+    )
+
+
+def job_body(
+    graph: Mapping[str, Any],
+    *,
+    catalogue: Mapping[str, Any] | None = None,
+    rulebook: Mapping[str, Any] | str | None = None,
+    session_steps: int | None = None,
+    turns: int | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The body of `POST /v1/proofs` from keyword arguments: the ones given, and the graph."""
     body: dict[str, Any] = {"graph": graph}
     for key, value in (
         ("catalogue", catalogue),
@@ -186,4 +208,4 @@ def spec_of(
     ):
         if value is not None:
             body[key] = value
-    return read_job(body)
+    return body

@@ -154,14 +154,14 @@ MUTANTS = [
     ),
     Mutant(
         "a timeout is not retried",
-        "guard/executor.py",
-        "                if attempt == TIMEOUT_ATTEMPTS:\n",
-        "                if True:\n",
+        "guard/engine/execution.py",
+        "            if attempt == TIMEOUT_ATTEMPTS:\n",
+        "            if True:\n",
     ),
     Mutant(
         "a report may name another call",
         "guard/executor.py",
-        "            if expected != key:\n",
+        '            if self._key(tool, arguments, effect.step, call.get("compensation_of")) != key:\n',
         "            if False:\n",
     ),
     Mutant(

@@ -20,12 +20,12 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from guard import engine
 from guard.engine import execution
-from guard.engine.execution import ExecutionContext, Replayed
+from guard.engine.execution import ExecutionContext
 
 
 class SelectorUnavailableError(Exception):
@@ -152,16 +152,16 @@ class Client:
                 turns=turns,
                 name=name,
             )
-        body: dict[str, Any] = {"graph": graph}
-        for key, value in (
-            ("catalogue", catalogue),
-            ("rulebook", rulebook),
-            ("session_steps", session_steps),
-            ("turns", turns),
-            ("name", name),
-        ):
-            if value is not None:
-                body[key] = value
+        from proof import jobspec
+
+        body = jobspec.job_body(
+            graph,
+            catalogue=catalogue,
+            rulebook=rulebook,
+            session_steps=session_steps,
+            turns=turns,
+            name=name,
+        )
         job = self.post("/v1/proofs", body)
         ident = job["id"]
         deadline = time.monotonic() + timeout
@@ -330,6 +330,17 @@ class Session:
         return thread
 
 
+def _check_body(tool, arguments, origins, labels, context, token) -> dict[str, Any]:  # noqa: ANN001
+    """What the console checks: the call, with the facts of `context` and a person's token."""
+    body = _call_body(tool, arguments, origins, labels)
+    facts = _facts(context)
+    if facts is not None:
+        body["context"] = dict(facts)
+    if token:
+        body["token"] = token
+    return body
+
+
 def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict[str, Any]:  # noqa: ANN001
     body: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
     if origins:
@@ -341,33 +352,6 @@ def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict
 
 Tool = Callable[[dict[str, Any], ExecutionContext], Any]
 Authorize = Callable[[dict[str, Any], ExecutionContext], bool]
-TIMEOUT_ATTEMPTS = 3
-
-
-def _run_tool(
-    function: Tool, arguments: Mapping[str, Any], context: ExecutionContext
-) -> tuple[str, Any]:
-    """Call the tool with the executor's key; a timeout is retried with the same key.
-
-    Returns ("result", value), ("replayed", value), ("blocked", why), ("failed", why) or
-    ("uncertain", why) when every attempt timed out (the key stays claimed: a retry replays it).
-    """
-    for attempt in range(1, TIMEOUT_ATTEMPTS + 1):
-        try:
-            value = function(dict(arguments), replace(context, attempt=attempt))
-        except TimeoutError as exc:
-            if attempt == TIMEOUT_ATTEMPTS:
-                return "uncertain", f"TimeoutError: {exc}"
-            time.sleep(0.05 * attempt)
-            continue
-        except PermissionError as exc:
-            return "blocked", str(exc)
-        except Exception as exc:  # noqa: BLE001 - reported to the console, which redacts it
-            return "failed", f"{type(exc).__name__}: {exc}"
-        if isinstance(value, Replayed):
-            return "replayed", value.result
-        return "result", value
-    raise AssertionError("unreachable")
 
 
 def execute_here(
@@ -424,7 +408,7 @@ def execute_here(
         }
     if confirm:
         return {"outcome": "CONFIRM"}
-    status, value = _run_tool(function, arguments, ctx)
+    status, value = execution.call_tool(function, arguments, ctx)
     if status in ("blocked", "failed", "uncertain"):
         kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
         return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}
@@ -537,12 +521,7 @@ class RemoteSession(Session):
         token=None,  # noqa: ANN001
         labels=None,
     ) -> Check:
-        body = _call_body(tool, arguments, origins, labels)
-        facts = _facts(context)
-        if facts is not None:
-            body["context"] = dict(facts)
-        if token:
-            body["token"] = token
+        body = _check_body(tool, arguments, origins, labels, context, token)
         return Check.from_dict(self.client.post(f"/v1/sessions/{self.id}/check", body))
 
     def record(self, tool, arguments, result, *, origins=None) -> None:  # noqa: ANN001
@@ -570,12 +549,7 @@ class RemoteSession(Session):
         with `context.key` to pass on to the system it writes to and `context.tenant` from the
         API key's organisation. What it did is reported back and recorded once.
         """
-        body = _call_body(tool, arguments, origins, labels)
-        facts = _facts(context)
-        if facts is not None:
-            body["context"] = dict(facts)
-        if token:
-            body["token"] = token
+        body = _check_body(tool, arguments, origins, labels, context, token)
         if user:
             body["user"] = user
         begun = self.client.post(f"/v1/sessions/{self.id}/execute", body)
@@ -593,7 +567,7 @@ class RemoteSession(Session):
         if authorize is not None and authorize(dict(arguments), ctx) is not True:
             report["blocked"] = "the domain refused the call"
         else:
-            status, value = _run_tool(function, arguments, ctx)
+            status, value = execution.call_tool(function, arguments, ctx)
             if status == "uncertain":
                 return {"outcome": "UNCERTAIN", "key": ctx.key, "reasons": ["timeout"]}
             if status in ("blocked", "failed"):

@@ -13,6 +13,9 @@ the rules it applies, so that they are tested (and mutation-tested) on their own
   history) counts in neither `schema_valid` nor `schema_rejected`.
 - **Tenancy**: the tenant comes from the identity; an argument that names a tenant (`tenant`,
   `organisation`, ...) must name that one.
+- **Calling the tool** (`call_tool`, the one loop the console's executor and the SDK share): a
+  timeout is retried with the same key, a `PermissionError` is the domain saying no, and a tool
+  that answers `Replayed` had applied the key before.
 - **Undo**: the writes of a run are compensated last first; a write with no compensation is
   reported `irreversible` or `left_done` (`undo: none`) when the catalogue says so,
   `not_compensated` otherwise.
@@ -21,8 +24,9 @@ the rules it applies, so that they are tested (and mutation-tested) on their own
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .canonical import canonical_bytes
@@ -74,6 +78,46 @@ class Replayed:
     """A tool's answer for a key it had already applied: the original result, no new effect."""
 
     result: Any
+
+
+TIMEOUT_ATTEMPTS = 3  # a tool that times out is called at most this often, with the same key
+
+
+def _same_key(key: str, attempt: int) -> str:
+    return key
+
+
+def call_tool(
+    function: Callable[[dict[str, Any], ExecutionContext], Any],
+    arguments: Mapping[str, Any],
+    context: ExecutionContext,
+    *,
+    backoff: float = 0.05,
+    retry_key: Callable[[str, int], str] = _same_key,
+) -> tuple[str, Any]:
+    """Call a tool with its context; a timeout is retried with the key `retry_key` gives (the same).
+
+    Returns ("result", value), ("replayed", value), ("blocked", why) for a `PermissionError`,
+    ("failed", why) for any other error, or ("uncertain", why) when every attempt timed out: the
+    tool may have had its effect, so the key stays claimed and a retry replays it.
+    """
+    for attempt in range(1, TIMEOUT_ATTEMPTS + 1):
+        key = retry_key(context.key, attempt) if context.key else ""
+        try:
+            value = function(dict(arguments), replace(context, key=key, attempt=attempt))
+        except TimeoutError as exc:
+            if attempt == TIMEOUT_ATTEMPTS:
+                return "uncertain", f"TimeoutError: {exc}"
+            time.sleep(backoff * attempt)
+            continue
+        except PermissionError as exc:
+            return "blocked", str(exc)
+        except Exception as exc:  # noqa: BLE001 - the caller reports it, redacted
+            return "failed", f"{type(exc).__name__}: {exc}"
+        if isinstance(value, Replayed):
+            return "replayed", value.result
+        return "result", value
+    raise AssertionError("unreachable")
 
 
 # Arguments that name a tenant: the identity's tenant is the only one they may name.
