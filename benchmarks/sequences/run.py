@@ -88,20 +88,32 @@ def make_events(actor: Actor, count: int, sessions: int) -> list[Event]:
         tool = f"{rng.choice(SYSTEMS)}.{rng.choice(VERBS)}"
         egress = rng.random() < 0.1
         events.append(
-            Event(
-                organisation=actor.organisation,
-                source="bench",
-                decision="allow",
-                session=session,
-                agent="agent",
-                tool=tool,
-                stage="egress" if egress else "tool_call",
-                detail={"call": {"destination": "https://example.org"}} if egress else {},
-                at=now,
-                shard=matching.shard_of(actor.organisation.pk, "agent", session),
+            event_of(
+                actor,
+                session,
+                tool,
+                "egress" if egress else "tool_call",
+                {"call": {"destination": "https://example.org"}} if egress else {},
+                now,
             )
         )
     return events
+
+
+def event_of(actor: Actor, session: str, tool: str, stage: str, detail: dict, at) -> Event:  # noqa: ANN001
+    """One event of the benchmark's agent, in its session's shard."""
+    return Event(
+        organisation=actor.organisation,
+        source="bench",
+        decision="allow",
+        session=session,
+        agent="agent",
+        tool=tool,
+        stage=stage,
+        detail=detail,
+        at=at,
+        shard=matching.shard_of(actor.organisation.pk, "agent", session),
+    )
 
 
 def throughput(actor: Actor, count: int, sessions: int) -> tuple[float, float]:
@@ -162,18 +174,7 @@ def _write(actor: Actor, rate: int, seconds: float, answer) -> None:  # noqa: AN
             proto = template[(written + j) % len(template)]
             session = f"d{(written + j) % sessions}"
             chunk.append(
-                Event(
-                    organisation=proto.organisation,
-                    source="bench",
-                    decision="allow",
-                    session=session,
-                    agent="agent",
-                    tool=proto.tool,
-                    stage=proto.stage,
-                    detail=proto.detail,
-                    at=timezone.now(),
-                    shard=matching.shard_of(actor.organisation.pk, "agent", session),
-                )
+                event_of(actor, session, proto.tool, proto.stage, proto.detail, timezone.now())
             )
         Event.objects.bulk_create(chunk)
         for shard in {e.shard for e in chunk}:
