@@ -101,7 +101,9 @@ def call_tool(
     ("failed", why) for any other error, or ("uncertain", why) when every attempt timed out: the
     tool may have had its effect, so the key stays claimed and a retry replays it.
     """
-    for attempt in range(1, TIMEOUT_ATTEMPTS + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         key = retry_key(context.key, attempt) if context.key else ""
         try:
             value = function(dict(arguments), replace(context, key=key, attempt=attempt))
@@ -117,7 +119,6 @@ def call_tool(
         if isinstance(value, Replayed):
             return "replayed", value.result
         return "result", value
-    raise AssertionError("unreachable")
 
 
 # Arguments that name a tenant: the identity's tenant is the only one they may name.

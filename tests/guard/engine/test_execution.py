@@ -10,6 +10,10 @@ from guard.engine import load_catalogue
 from guard.engine.execution import (
     COUNTERS,
     OUTCOMES,
+    TIMEOUT_ATTEMPTS,
+    ExecutionContext,
+    Replayed,
+    call_tool,
     foreign_tenant,
     intent_key,
     intent_step,
@@ -210,3 +214,72 @@ def test_the_names_are_the_products_contract():
         "effects",
     )
     assert {"SUCCEEDED", "PARTIAL", "REJECTED", "BLOCKED", "CANCELLED"} <= set(OUTCOMES)
+
+
+def context(key: str = "ik1-k") -> ExecutionContext:
+    return ExecutionContext(tenant="t", person="p", session="s", agent="a", tool="pay", key=key)
+
+
+class Flaky:
+    """A tool that times out `timeouts` times, then answers; it remembers what it was given."""
+
+    def __init__(self, timeouts: int, answer=None, error: Exception | None = None) -> None:  # noqa: ANN001
+        self.timeouts, self.answer, self.error = timeouts, answer, error
+        self.seen: list[tuple[dict, str, int]] = []
+
+    def __call__(self, arguments, ctx):  # noqa: ANN001, ANN204
+        self.seen.append((arguments, ctx.key, ctx.attempt))
+        if len(self.seen) <= self.timeouts:
+            raise TimeoutError("lost")
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+def test_a_timeout_is_retried_with_the_same_key_until_the_tool_answers():
+    tool = Flaky(2, {"ok": 1})
+    assert call_tool(tool, {"n": 1}, context(), backoff=0) == ("result", {"ok": 1})
+    assert tool.seen == [({"n": 1}, "ik1-k", 1), ({"n": 1}, "ik1-k", 2), ({"n": 1}, "ik1-k", 3)]
+
+
+def test_every_attempt_timing_out_is_uncertain():
+    tool = Flaky(5)
+    assert call_tool(tool, {}, context(), backoff=0) == ("uncertain", "TimeoutError: lost")
+    assert len(tool.seen) == TIMEOUT_ATTEMPTS == 3
+
+
+def test_what_the_tool_says_is_told_apart():
+    assert call_tool(Flaky(0, Replayed({"r": 1})), {}, context()) == ("replayed", {"r": 1})
+    assert call_tool(Flaky(0, error=PermissionError("not yours")), {}, context()) == (
+        "blocked",
+        "not yours",
+    )
+    assert call_tool(Flaky(0, error=ValueError("bad")), {}, context()) == (
+        "failed",
+        "ValueError: bad",
+    )
+
+
+def test_the_retry_key_is_asked_per_attempt_and_a_read_has_none():
+    tool = Flaky(1, 1)
+    call_tool(tool, {}, context(), backoff=0, retry_key=lambda key, attempt: f"{key}/{attempt}")
+    assert [key for _, key, _ in tool.seen] == ["ik1-k/1", "ik1-k/2"]
+    read = Flaky(1, 1)
+    call_tool(read, {}, context(key=""), backoff=0, retry_key=lambda key, attempt: "x")
+    assert [key for _, key, _ in read.seen] == ["", ""]
+
+
+def test_the_tool_gets_a_copy_of_the_arguments(monkeypatch):
+    given = {"n": 1}
+
+    def mutating(arguments, ctx):  # noqa: ANN001, ANN202
+        arguments["n"] = 2
+        raise TimeoutError("lost")
+
+    slept: list[float] = []
+    monkeypatch.setattr("guard.engine.execution.time.sleep", slept.append)
+    call_tool(mutating, given, context(), backoff=0.5)
+    assert given == {"n": 1} and slept == [0.5, 1.0]
+    slept.clear()
+    call_tool(mutating, given, context())
+    assert slept == [0.05, 0.1]  # the default backoff
