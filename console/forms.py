@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from console.models import OrganisationSettings, Role
+from console.services import ADMIN_FIELDS, webhook_url_problem
 
 
 class HttpsURLField(forms.URLField):
@@ -16,6 +17,53 @@ class HttpsURLField(forms.URLField):
 
 
 class SettingsForm(forms.ModelForm):
+    """The Settings page's form; fields only an admin may change are left out for other roles.
+
+    Leaving them out (rather than posting them back unchanged) is what keeps an editor's save from
+    ever being read as a change of the licence or the webhook.
+    """
+
+    def __init__(self, *args, admin: bool = True, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            # A model field with a callable default (the licence's end date) would otherwise compare
+            # against a hidden "initial" input the page never sends, and read every save as a change
+            # of the licence.
+            field.show_hidden_initial = False
+        # The page never sends the admin's fields for another role; a request that does and changes
+        # one of them is refused (the same values sent back are no change).
+        self.refused_fields: list[str] = []
+        if not admin and any(name in self.data for name in ADMIN_FIELDS):
+            whole = SettingsForm(self.data, instance=kwargs.get("instance"))
+            self.refused_fields = sorted(set(whole.changed_data) & ADMIN_FIELDS)
+        if not admin:
+            for name in ADMIN_FIELDS:
+                self.fields.pop(name, None)
+        timeout = self.fields.get("approval_timeout_minutes")
+        if timeout is not None:
+            # One lower bound, said once: the model's validator is >= 1, so the widget is too.
+            timeout.min_value = 1
+            timeout.widget.attrs["min"] = 1
+            timeout.validators = [
+                v for v in timeout.validators if getattr(v, "limit_value", 1) != 0
+            ]
+
+    def clean(self):  # noqa: ANN201
+        cleaned = super().clean()
+        if self.refused_fields:
+            raise forms.ValidationError(
+                "only an admin can change the licence and the alert webhook: "
+                + ", ".join(self.refused_fields)
+            )
+        return cleaned
+
+    def clean_notify_url(self) -> str:
+        value = self.cleaned_data.get("notify_url") or ""
+        problem = webhook_url_problem(value)
+        if problem:
+            raise forms.ValidationError(problem)
+        return value
+
     class Meta:
         field_classes = {"notify_url": HttpsURLField}
         model = OrganisationSettings

@@ -11,6 +11,7 @@ import logging
 import secrets
 import zlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -72,6 +73,28 @@ def settings_get(*, organisation: Organisation) -> OrganisationSettings:
     return obj
 
 
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why an alert webhook URL is refused, or None: alerts go out over HTTPS only.
+
+    Plain `http://` is accepted for a loopback receiver alone (a relay on the same machine), since
+    the body and its signature would otherwise cross the network in clear.
+    """
+    if not url:
+        return None
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme == "https" and host:
+        return None
+    if parts.scheme == "http" and (host in LOOPBACK_HOSTS or host.startswith("127.")):
+        return None
+    if parts.scheme == "http":
+        return "the webhook must use https:// (plain http is accepted only for a loopback address)"
+    return f"the webhook must be an https:// URL, not `{url}`"
+
+
 def _settings_values(obj: OrganisationSettings) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in SETTINGS_FIELDS}
 
@@ -98,6 +121,10 @@ def settings_update(*, actor: Actor, data: dict[str, Any]) -> OrganisationSettin
         raise PermissionDenied(
             f"only an admin can change the licence and the alert webhook: {names}"
         )
+    if "notify_url" in changed:
+        problem = webhook_url_problem(obj.notify_url)
+        if problem:
+            raise ValidationError({"notify_url": problem})
     obj.full_clean(exclude=["notify_secret"])
     if not changed:
         return obj

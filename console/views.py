@@ -84,11 +84,14 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "settings.read")
     obj = services.settings_get(organisation=actor.organisation)
+    admin = actor.can("licence.write")
     saved = False
     if request.method == "POST":
         require(actor, "settings.write")
         form = SettingsForm(
-            request.POST, instance=services.settings_get(organisation=actor.organisation)
+            request.POST,
+            instance=services.settings_get(organisation=actor.organisation),
+            admin=admin,
         )
         if form.is_valid():
             try:
@@ -102,16 +105,34 @@ def settings_page(request: HttpRequest) -> HttpResponse:
                 form.add_error(None, str(exc))
             else:
                 saved = True
-                form = SettingsForm(instance=obj)
+                form = SettingsForm(instance=obj, admin=admin)
         if not saved:
             obj.refresh_from_db()
     else:
-        form = SettingsForm(instance=obj)
-    context = {"form": form, "saved": saved, "actor": actor, "settings": obj}
+        form = SettingsForm(instance=obj, admin=admin)
+    context = {
+        "form": form,
+        "saved": saved,
+        "actor": actor,
+        "settings": obj,
+        "admin_fields": _admin_fields(obj, admin),
+    }
     status = 400 if request.method == "POST" and not saved else 200
     if request.htmx:
         return render(request, "console/settings.html#settings-form", context, status=status)
     return render(request, "console/settings.html", context, status=status)
+
+
+def _admin_fields(obj, admin: bool) -> list[dict[str, str]]:  # noqa: ANN001
+    """The admin's settings as read-only values, for the roles that see them but may not change them."""
+    if admin:
+        return []
+    labels = SettingsForm.Meta.labels
+    return [
+        {"name": name, "label": labels[name], "value": str(getattr(obj, name) or "")}
+        for name in SettingsForm.Meta.fields
+        if name in services.ADMIN_FIELDS
+    ]
 
 
 @require_POST
@@ -120,15 +141,10 @@ def settings_validate(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "settings.write")
     obj = services.settings_get(organisation=actor.organisation)
-    form = SettingsForm(request.POST, instance=obj)
+    form = SettingsForm(request.POST, instance=obj, admin=actor.can("licence.write"))
     form.is_valid()
-    admin_only = sorted(set(form.changed_data) & services.ADMIN_FIELDS)
-    if admin_only and not actor.can("licence.write"):
-        form.add_error(
-            None,
-            "only an admin can change the licence and the alert webhook: " + ", ".join(admin_only),
-        )
-    # Only the error slots are sent (out of band), so inputs the person is editing are never replaced.
+    # Only the error slots (and the status line, which a new error clears) are sent out of band, so
+    # inputs the person is editing are never replaced.
     return render(request, "console/settings.html#validation", {"form": form, "validated": True})
 
 

@@ -103,3 +103,74 @@ def test_a_timeout_out_of_range_is_refused(admin, organisation, client_for):
     assert (
         OrganisationSettings.objects.get(organisation=organisation).approval_timeout_minutes == 15
     )
+
+
+def _editor_form(organisation, **changes):
+    """What the page sends for an editor: every field but the admin's."""
+    admin_only = {"licence_valid_until", "licence_on_lapse", "notify_url"}
+    return {k: v for k, v in _form(organisation, **changes).items() if k not in admin_only}
+
+
+def test_an_editors_save_is_never_read_as_a_change_of_the_licence(editor, organisation, client_for):
+    page = client_for(editor).post("/settings/", _editor_form(organisation, on_unread="model"))
+    assert page.status_code == 200
+    assert b"only an admin" not in page.content
+    assert OrganisationSettings.objects.get(organisation=organisation).on_unread == "model"
+
+
+def test_sending_the_licence_back_unchanged_is_no_change(editor, organisation, client_for):
+    validate = client_for(editor).post("/settings/validate", _form(organisation))
+    assert b"only an admin" not in validate.content
+
+
+def test_an_editor_sees_the_licence_as_a_value_not_as_a_field(editor, client_for):
+    page = client_for(editor).get("/settings/")
+    assert b'name="licence_valid_until"' not in page.content
+    assert b'name="notify_url"' not in page.content
+    assert b'id="value-licence_valid_until"' in page.content
+    assert b'name="on_unread"' in page.content
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_the_timeout_names_one_lower_bound_however_far_below(
+    admin, organisation, client_for, value
+):
+    response = client_for(admin).post(
+        "/settings/validate", _form(organisation, approval_timeout_minutes=value)
+    )
+    text = response.content.decode()
+    assert "greater than or equal to 1" in text
+    assert "greater than or equal to 0" not in text
+
+
+def test_a_plain_http_webhook_gets_an_inline_error(admin, organisation, client_for):
+    response = client_for(admin).post(
+        "/settings/validate", _form(organisation, notify_url="http://hooks.example.org/x")
+    )
+    assert b'data-field="notify_url"' in response.content
+    assert b"https://" in response.content
+    saved = client_for(admin).post(
+        "/settings/", _form(organisation, notify_url="http://a.example/x")
+    )
+    assert saved.status_code == 400
+    assert OrganisationSettings.objects.get(organisation=organisation).notify_url == ""
+
+
+def test_a_loopback_receiver_may_be_plain_http(admin, organisation, client_for):
+    saved = client_for(admin).post(
+        "/settings/", _form(organisation, notify_url="http://127.0.0.1:8025/hook")
+    )
+    assert saved.status_code == 200
+
+
+def test_the_api_refuses_a_plain_http_webhook(admin, organisation, client_for):
+    response = client_for(admin).put_json("/v1/settings", {"notify_url": "http://a.example/x"})
+    assert response.status_code == 400
+    assert "notify_url" in response.json()
+
+
+def test_a_new_error_clears_the_saved_line(editor, organisation, client_for):
+    response = client_for(editor).post(
+        "/settings/validate", _editor_form(organisation, on_unread="maybe")
+    )
+    assert b'<div id="settings-status" hx-swap-oob="true"></div>' in response.content
