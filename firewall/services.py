@@ -8,6 +8,7 @@ changed but never writing rule blobs (clauses, patterns, egress lists, sequences
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from typing import Any
 
@@ -216,7 +217,12 @@ def rule_delete(*, actor: Actor, rule: Rule) -> None:
 
 @transaction.atomic
 def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
-    """Put the policy's rules in the given order: priorities become 10, 20, 30, ..."""
+    """Put the policy's rules in the given order, keeping the priorities they already have.
+
+    The policy's priorities, sorted, are handed out again in the new order, so only the rules that
+    moved get a new number (a swap exchanges two); a tie is first made strict, by one, so that the
+    order never rests on ids.
+    """
     require(actor, "firewall.write")
     rules = list(policy.rules.select_for_update().order_by("priority", "id"))
     if not isinstance(rule_ids, list) or not all(isinstance(i, int) for i in rule_ids):
@@ -226,8 +232,10 @@ def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     by_id = {r.pk: r for r in rules}
     before = [r.name for r in rules]
     ordered = [by_id[i] for i in rule_ids]
-    for position, rule in enumerate(ordered, start=1):
-        priority = position * PRIORITY_STEP
+    priorities: list[int] = []
+    for rule in rules:
+        priorities.append(max(rule.priority, priorities[-1] + 1) if priorities else rule.priority)
+    for rule, priority in zip(ordered, priorities, strict=True):
         if rule.priority != priority:
             rule.priority = priority
             rule.spec = {**rule.spec, "priority": priority}
@@ -285,17 +293,38 @@ def policy_export(*, policy: Policy) -> dict[str, Any]:
     return policy_json(policy)
 
 
-@transaction.atomic
-def preset_apply(*, actor: Actor, policy: Policy, preset: str) -> list[Rule]:
-    """Add a preset's rules (or an autonomy level's) after the policy's own rules."""
-    require(actor, "firewall.write")
+def _same_rule_key(spec: dict[str, Any]) -> str:
+    """What a rule does, without its name, id or place: two rules with one key are one rule twice."""
+    kept = {k: v for k, v in spec.items() if k not in ("id", "name", "priority")}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def preset_preview(*, policy: Policy, preset: str) -> list[dict[str, Any]]:
+    """The rules a preset would add, each marked `present` when the policy already has it."""
     try:
         rules = engine.preset_rules(preset)
     except engine.FirewallError as exc:
         raise ValidationError({"preset": [str(exc)]}) from exc
+    held = {_same_rule_key(_clean_spec(r.spec)) for r in policy.rules.all()}
+    return [
+        {"spec": spec, "present": _same_rule_key(spec) in held}
+        for spec in (_clean_spec(raw) for raw in rules)
+    ]
+
+
+@transaction.atomic
+def preset_apply(*, actor: Actor, policy: Policy, preset: str) -> list[Rule]:
+    """Add a preset's rules (or an autonomy level's) after the policy's own rules.
+
+    Idempotent: a rule the policy already has (the same conditions and verdict, whatever its name
+    or place) is not added again, so applying a preset twice adds nothing the second time.
+    """
+    require(actor, "firewall.write")
     created = []
-    for raw in rules:
-        spec = _clean_spec(raw)
+    for item in preset_preview(policy=policy, preset=preset):
+        if item["present"]:
+            continue
+        spec = dict(item["spec"])
         spec["priority"] = _next_priority(policy)
         base, n = spec["name"], 2
         while policy.rules.filter(name=spec["name"]).exists():

@@ -11,8 +11,12 @@ urlpatterns = [
     path("import", views.policy_import_page, name="firewall-import"),
     path("<int:policy_id>/", views.policy_page, name="firewall-policy"),
     path("<int:policy_id>/settings", views.policy_settings, name="firewall-policy-settings"),
+    path("<int:policy_id>/export.json", views.policy_export_page, name="firewall-policy-export"),
     path("<int:policy_id>/delete", views.policy_delete, name="firewall-policy-delete"),
     path("<int:policy_id>/presets", views.preset_apply, name="firewall-preset"),
+    path(
+        "<int:policy_id>/presets/preview", views.preset_preview_page, name="firewall-preset-preview"
+    ),
     path("<int:policy_id>/try", views.try_call, name="firewall-try"),
     path("<int:policy_id>/rules/new", views.rule_new, name="firewall-rule-new"),
     path("rules/<int:rule_id>/", views.rule_edit, name="firewall-rule"),

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
-from firewall import engine, selectors, services
+from firewall import display, engine, selectors, services
 from firewall.forms import CHOICES, RuleForm
 from firewall.models import Policy, Rule
 
@@ -108,6 +109,7 @@ def _policy_context(actor, policy: Policy, **extra) -> dict:  # noqa: ANN001
     counts = selectors.match_counts(policy=policy)
     for rule in rules:
         rule.counts = counts.get(rule.pk, {})
+        rule.summary = display.rule_text(rule.spec)
     return {
         "policy": policy,
         "rules": rules,
@@ -157,6 +159,22 @@ def policy_settings(request: HttpRequest, policy_id: int) -> HttpResponse:
     return redirect("firewall-policy", policy_id=policy.pk)
 
 
+@require_GET
+def policy_export_page(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """The policy as the JSON file that import reads back, downloaded from the page."""
+    from firewall.api.views import export_filename
+
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    response = JsonResponse(
+        services.policy_export(policy=policy),
+        json_dumps_params={"indent": 2, "ensure_ascii": False},
+    )
+    response["Content-Disposition"] = f'attachment; filename="{export_filename(policy)}"'
+    return response
+
+
 @require_POST
 def policy_delete(request: HttpRequest, policy_id: int) -> HttpResponse:
     actor = actor_for_request(request)
@@ -192,11 +210,41 @@ def preset_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "firewall.write")
     policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    preset = request.POST.get("preset", "")
     try:
-        services.preset_apply(actor=actor, policy=policy, preset=request.POST.get("preset", ""))
+        added = services.preset_apply(actor=actor, policy=policy, preset=preset)
     except ValidationError as exc:
         return _policy_refused(request, actor, policy, exc)
+    if added:
+        messages.success(request, f"{preset}: {len(added)} rule(s) added after the others")
+    else:
+        messages.info(request, f"{preset}: every rule is already in this policy; nothing added")
     return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_GET
+def preset_preview_page(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """The rules a preset would add, said in one line each; nothing is written."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    preset = request.GET.get("preset", "")
+    try:
+        items = services.preset_preview(policy=policy, preset=preset)
+    except ValidationError as exc:
+        return _policy_refused(request, actor, policy, exc)
+    preview = {
+        "preset": preset,
+        "rules": [
+            {"name": i["spec"].get("name", ""), "text": display.rule_text(i["spec"]), **i}
+            for i in items
+        ],
+        "adds": sum(1 for i in items if not i["present"]),
+    }
+    context = _policy_context(actor, policy, preview=preview)
+    if request.htmx:
+        return render(request, "firewall/policy.html#preset-preview", context)
+    return render(request, "firewall/policy.html", context)
 
 
 @require_POST
@@ -215,11 +263,32 @@ def try_call(request: HttpRequest, policy_id: int) -> HttpResponse:
         if not isinstance(call, dict):
             error = "call: a call is a JSON object"
         else:
-            result = services.firewall_evaluate(actor=actor, call=call, policy=policy, record=False)
+            # The same reading of a call as `POST /v1/firewall/evaluate`: a misspelled field is an
+            # error, never a default silently answered.
+            call, error = _read_tried_call(call)
+            if error is None:
+                result = services.firewall_evaluate(
+                    actor=actor, call=call, policy=policy, record=False
+                )
     context = _policy_context(actor, policy, call_text=text, result=result, call_error=error)
     if request.htmx:
         return render(request, "firewall/policy.html#try-result", context)
     return render(request, "firewall/policy.html", context)
+
+
+def _read_tried_call(call: dict) -> tuple[dict, str | None]:
+    from firewall.api.views import CallSerializer
+
+    serializer = CallSerializer(
+        data={k: v for k, v in call.items() if k not in ("policy", "token")}
+    )
+    if serializer.is_valid():
+        return dict(serializer.validated_data), None
+    problems = "; ".join(
+        f"{field}: {' '.join(str(m) for m in messages)}"
+        for field, messages in sorted(serializer.errors.items())
+    )
+    return call, f"call: {problems}"
 
 
 def _rule_page(request, actor, policy, form: RuleForm, rule: Rule | None, status=200):  # noqa: ANN001, ANN202
@@ -235,6 +304,10 @@ def _rule_page(request, actor, policy, form: RuleForm, rule: Rule | None, status
     context = {
         "policy": policy,
         "rule": rule,
+        "summary": display.rule_text(rule.spec) if rule else "",
+        "clause_texts": [display.clause_text(c) for c in (rule.spec.get("args_match") or [])]
+        if rule
+        else [],
         "form": form,
         "values": form.values,
         "clauses": clauses,

@@ -56,6 +56,9 @@ def _panel(organisation: Organisation) -> dict[str, Any]:
             for tool in tools
         ],
         "all_writes_enabled": everything.writes_enabled if everything else True,
+        "switched_off": [
+            s for name, s in sorted(switches.items()) if name and not s.writes_enabled
+        ],
         "all_switch": everything,
         "pending": PendingStep.objects.filter(organisation=organisation)
         .exclude(status=PendingStep.Status.DONE)

@@ -7,6 +7,8 @@ from typing import Any
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -20,6 +22,12 @@ def _object(request) -> dict[str, Any]:  # noqa: ANN001
     if not isinstance(request.data, dict):
         raise ValidationError({"non_field_errors": ["the body must be a JSON object"]})
     return dict(request.data)
+
+
+def export_filename(policy: Policy) -> str:
+    """The export's file name: the policy's name reduced to characters safe in a header."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in policy.name)
+    return (stem.strip("-.") or f"policy-{policy.pk}") + ".json"
 
 
 def _policy_summary(policy: Policy) -> dict[str, Any]:
@@ -91,14 +99,29 @@ class PolicyDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class _AlwaysJSON(BaseContentNegotiation):
+    """JSON whatever the client's Accept header says (never a 406, never the browsable page)."""
+
+    def select_parser(self, request, parsers):  # noqa: ANN001, ANN201
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001, ANN201
+        return renderers[0], renderers[0].media_type
+
+
 class PolicyExportView(APIView):
+    # Always JSON, whatever the client accepts: a browser's export is the file import reads back,
+    # never the browsable API's page.
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = _AlwaysJSON
+
     @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request, policy_id: int):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
         require(actor, "firewall.read")
         policy = get_object_for_actor(Policy, actor, pk=policy_id)
         response = Response(services.policy_export(policy=policy))
-        response["Content-Disposition"] = f'attachment; filename="{policy.name}.json"'
+        response["Content-Disposition"] = f'attachment; filename="{export_filename(policy)}"'
         return response
 
 

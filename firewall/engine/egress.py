@@ -76,6 +76,9 @@ def _entry_problem(entry: object, field: str) -> tuple[str, str] | None:
         host = host[2:]
     if not is_hostname(host):
         return field, f"`{entry}` is not a CIDR, an IP address or a hostname"
+    if host.rstrip(".").rsplit(".", 1)[-1].isdigit():
+        # A hostname's last label is never all digits, so `192.168.1.300` is a mistyped address.
+        return field, f"`{entry}` is not a valid IP address, and a hostname never ends in a number"
     return None
 
 

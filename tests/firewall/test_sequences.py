@@ -149,3 +149,16 @@ def test_a_disabled_sequence_rule_matches_nothing(actor, policy):
     _chain(actor)
     drain_all()
     assert not Event.objects.filter(is_alert=True).exists()
+
+
+def test_a_raised_alert_counts_as_its_sequence_rules_match(actor, policy):
+    from firewall import selectors
+
+    rule = policy.rules.get(name="exfil chain")
+    _chain(actor, "s1")
+    _chain(actor, "s2")
+    drain_all()
+    drain_all()  # a batch run again raises and counts nothing twice
+    assert SequenceAlert.objects.count() == 2
+    counts = selectors.match_counts(policy=policy)[rule.pk]
+    assert (counts["enforce_hour"], counts["enforce_day"]) == (2, 2)
