@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from console.selectors import CHART_SERIES
 
-COLOURS = {"allow": "#1f7a3a", "confirm": "#c27c0e", "refuse": "#b42318", "deny": "#6b1d8f"}
+COLOURS = {"allow": "#1f7a3a", "confirm": "#c27c0e", "refuse": "#b42318"}
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 180, 36, 22, 8
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -87,10 +87,12 @@ def event_list(*, organisation: Organisation, filters: EventFilters) -> QuerySet
         qs = qs.filter(at__gte=filters.since)
     if filters.until:
         qs = qs.filter(at__lt=filters.until)
-    for name in ("agent", "session", "tool", "decision", "verdict", "rule"):
+    for name in ("agent", "session", "decision", "verdict", "rule"):
         value = getattr(filters, name)
         if value:
             qs = qs.filter(**{name: value})
+    if filters.tool:
+        qs = qs.filter(tool_matches(filters.tool))
     if filters.alerts:
         qs = qs.filter(is_alert=True)
     if filters.after is not None:
@@ -98,8 +100,24 @@ def event_list(*, organisation: Organisation, filters: EventFilters) -> QuerySet
     return qs.order_by("-at", "-id")
 
 
-# The chart's series: firewall denials apart from the other refusals.
-CHART_SERIES = ("allow", "confirm", "refuse", "deny")
+def tool_matches(pattern: str) -> Q:
+    """The tool filter: a glob (`crm.*`, `*.export`) when it has a `*`, else part of the name."""
+    if "*" not in pattern:
+        return Q(tool__icontains=pattern)
+    parts = pattern.split("*")
+    q = Q()
+    if parts[0]:
+        q &= Q(tool__istartswith=parts[0])
+    if parts[-1]:
+        q &= Q(tool__iendswith=parts[-1])
+    for middle in parts[1:-1]:
+        if middle:
+            q &= Q(tool__icontains=middle)
+    return q
+
+
+# The chart's series: the three answers; a firewall's deny is a refusal like any other.
+CHART_SERIES = ("allow", "confirm", "refuse")
 
 
 def decisions_per_hour(
@@ -124,7 +142,7 @@ def decisions_per_hour(
     )
     for at, decision, verdict in rows.iterator():
         index = int((at - start).total_seconds() // 3600)
-        series = "deny" if verdict == "deny" else decision
+        series = "refuse" if verdict == "deny" else decision
         if 0 <= index < hours and series in CHART_SERIES:
             buckets[index][series] += 1
     return buckets

@@ -29,6 +29,7 @@ from console.charts import stacked_bars
 from console.forms import ApiKeyForm, PersonForm, RoleForm, SettingsForm
 from console.health import health_report
 from console.models import ApiKey, Decision, Event, Membership, SessionHold, ToolSwitch
+from console.plain import plain_decision
 
 PAGE_SIZE = 25
 
@@ -204,10 +205,18 @@ def events_page(request: HttpRequest) -> HttpResponse:
         # The live poll: rows newer than the newest shown, and a poller that remembers them.
         fresh = list(events.order_by("-id")[:200])
         newest = fresh[0].pk if fresh else (filters.after or 0)
+        # New rows redraw the chart too (out of band), so it counts what the feed shows.
+        chart = (
+            stacked_bars(
+                selectors.decisions_per_hour(organisation=actor.organisation, filters=filters)
+            )
+            if fresh
+            else None
+        )
         return render(
             request,
             "console/events.html#event-new",
-            {"events": fresh, "newest": newest, "poll_query": poll_query},
+            {"events": fresh, "newest": newest, "poll_query": poll_query, "chart": chart},
         )
     page = _page(request, events)
     newest = events.order_by("-id").values_list("id", flat=True).first() or filters.after or 0
@@ -299,25 +308,51 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "events.read")
     event = get_object_for_actor(Event, actor, pk=event_id)
-    chain = []
-    if event.is_alert:
-        ids = [item["id"] for step in event.detail.get("chain", []) for item in step]
-        found = {e.pk: e for e in Event.objects.filter(organisation=actor.organisation, pk__in=ids)}
-        chain = [
-            [{"id": item["id"], "event": found.get(item["id"])} for item in step]
-            for step in event.detail.get("chain", [])
-        ]
+    chain = _chain_steps(actor, event) if event.is_alert else []
+    detail = event.detail if isinstance(event.detail, dict) else {}
     return render(
         request,
         "console/event_detail.html",
         {
             "event": event,
             "chain": chain,
+            "plain": plain_decision(event),
+            "detail_without_chain": {k: v for k, v in detail.items() if k != "chain"},
             "holds": SessionHold.objects.filter(alert=event),
             "switches": ToolSwitch.objects.filter(alert=event),
             "notifications": event.notifications.all(),
         },
     )
+
+
+#: At most this many links to a chain step's events are shown; the rest are counted.
+CHAIN_LINKS = 5
+
+
+def _chain_steps(actor, event: Event) -> list[dict]:  # noqa: ANN001
+    """An alert's chain as a compact timeline: per step its tool, count, first and last time."""
+    steps = event.detail.get("chain", []) if isinstance(event.detail, dict) else []
+    ids = [item.get("id") for step in steps for item in step if isinstance(item, dict)]
+    found = {e.pk: e for e in Event.objects.filter(organisation=actor.organisation, pk__in=ids)}
+    out = []
+    for step in steps:
+        items = [item for item in step if isinstance(item, dict)]
+        events = [found[i["id"]] for i in items if i.get("id") in found]
+        times = sorted(e.at for e in events)
+        tools = sorted({e.tool for e in events} or {i.get("tool", "") for i in items})
+        out.append(
+            {
+                "tool": ", ".join(t for t in tools if t) or "—",
+                "count": len(items),
+                "first": times[0].strftime("%H:%M:%S") if times else "",
+                "last": times[-1].strftime("%H:%M:%S") if times else "",
+                "links": [
+                    {"id": i["id"], "event": found.get(i["id"])} for i in items[:CHAIN_LINKS]
+                ],
+                "more": max(0, len(items) - CHAIN_LINKS),
+            }
+        )
+    return out
 
 
 def _back(request: HttpRequest) -> HttpResponse:

@@ -190,14 +190,16 @@ def test_the_chart_counts_decisions_per_hour(feed, organisation):
 
     buckets = decisions_per_hour(organisation=organisation, filters=EventFilters())
     assert len(buckets) == 24
-    totals = {s: sum(b[s] for b in buckets) for s in ("allow", "confirm", "refuse", "deny")}
-    assert totals == {"allow": 1, "confirm": 1, "refuse": 1, "deny": 1}
+    totals = {s: sum(b[s] for b in buckets) for s in ("allow", "confirm", "refuse")}
+    # A firewall's deny is a refusal: one series, not two.
+    assert totals == {"allow": 1, "confirm": 1, "refuse": 2}
 
 
 def test_the_feed_page_draws_the_chart(feed, auditor, client_for):
     page = client_for(auditor).get("/events/")
     assert b'id="decisions-chart"' in page.content
-    assert page.content.count(b"<rect ") == 4
+    assert page.content.count(b"<rect ") == 4  # four hours with one decision each
+    assert page.content.count(b'class="legend-total"') == 3
 
 
 def test_export_csv_and_json_follow_the_filters(feed, auditor, client_for):
@@ -232,3 +234,31 @@ def test_alerts_only_filter(organisation, auditor, client_for):
     Event.objects.filter(pk=alert.pk).update(is_alert=True)
     body = client_for(auditor).get("/v1/events", {"alerts": "1"}).json()
     assert [e["id"] for e in body["results"]] == [alert.pk]
+
+
+@pytest.mark.parametrize(
+    ("tool", "names"),
+    [
+        ("crm", {"crm.read", "crm.export"}),
+        ("crm.*", {"crm.read", "crm.export"}),
+        ("*.export", {"crm.export"}),
+        ("CRM.READ", {"crm.read"}),
+    ],
+)
+def test_the_tool_filter_takes_a_part_of_the_name_or_a_glob(
+    organisation, auditor, client_for, tool, names
+):
+    for name in ("crm.read", "crm.export", "http.post"):
+        _event(organisation, 0, tool=name)
+    rows = client_for(auditor).get("/v1/events", {"tool": tool}).json()["results"]
+    assert {r["tool"] for r in rows} == names
+
+
+def test_the_live_poll_redraws_the_chart(feed, organisation, auditor, client_for):
+    client = client_for(auditor)
+    newest = max(e.pk for e in feed) if isinstance(feed, list) else 0
+    _event(organisation, 0, tool="fresh.tool", decision="allow")
+    response = client.get(
+        "/events/", {"after": newest}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="event-tbody"
+    )
+    assert b'id="decisions-chart" hx-swap-oob="true"' in response.content
