@@ -39,6 +39,18 @@ HELP = {
 }
 
 
+#: The counters' headings on the page (Prometheus keeps the names).
+LABELS = {
+    "schema_valid": "Valid calls",
+    "schema_rejected": "Refused by schema",
+    "blocked_actions": "Blocked",
+    "duplicates_suppressed": "Retries answered from the ledger",
+    "confirmation_denied": "Denied by a person",
+    "partial_results": "Partial",
+    "effects": "Effects",
+}
+
+
 def _panel(organisation: Organisation) -> dict[str, Any]:
     table = counters(organisation)
     switches = {s.tool: s for s in WriteSwitch.objects.filter(organisation=organisation)}
@@ -46,6 +58,9 @@ def _panel(organisation: Organisation) -> dict[str, Any]:
     everything = switches.get("")
     return {
         "names": COUNTERS,
+        "headings": [
+            {"name": n, "label": LABELS.get(n, n), "help": HELP.get(n, "")} for n in COUNTERS
+        ],
         "rows": [
             {
                 "tool": tool,

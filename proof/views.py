@@ -13,6 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from console.access import Actor, actor_for_request, require
@@ -138,10 +139,23 @@ def finding_views(job: ProofJob) -> list[dict[str, Any]]:
     return out
 
 
+#: A job queued longer than this with no worker taking it says so, and why that may be.
+UNTAKEN_AFTER_SECONDS = 10
+
+
+def _waiting(job: ProofJob) -> int:
+    """Seconds a queued job has waited for a worker to take it (0 once one has)."""
+    if job.status != ProofJob.Status.QUEUED:
+        return 0
+    return max(0, int((timezone.now() - job.created_at).total_seconds()))
+
+
 def _job_context(job: ProofJob) -> dict[str, Any]:
     report = job.report or {}
+    waiting = _waiting(job)
     return {
         "job": job,
+        "waiting": waiting if waiting >= UNTAKEN_AFTER_SECONDS else 0,
         "findings": finding_views(job) if job.report else [],
         "gate": report.get("gate"),
         "proof": report.get("proof"),

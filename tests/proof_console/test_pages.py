@@ -221,3 +221,19 @@ def test_the_drawing_is_deterministic_and_large_graphs_are_drawn_around_the_witn
     assert drawn.partial and drawn.total_nodes == 300
     assert {n.id for n in drawn.nodes} == {"n4", "n5", "n6", "n7"}
     assert [(e.source, e.target) for e in drawn.witness_edges] == [("n5", "n6")]
+
+
+def test_a_job_no_worker_takes_says_so_and_points_to_health(actors, editor, client_for, sent):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    job = services.proof_job_submit(actor=actors["editor"], body=shop_job())
+    client = client_for(editor)
+    assert 'id="job-untaken"' not in client.get(f"/proofs/{job.public_id}/").content.decode()
+    ProofJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - dt.timedelta(seconds=45))
+    page = client.get(f"/proofs/{job.public_id}/").content.decode()
+    assert 'id="job-untaken"' in page and "Queued for 4" in page
+    assert 'href="/health/"' in page
+    services.proof_job_run(job_id=job.pk)
+    assert 'id="job-untaken"' not in client.get(f"/proofs/{job.public_id}/").content.decode()
