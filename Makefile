@@ -3,15 +3,18 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
-.PHONY: run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation clean
+.PHONY: screenshots run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	# axe-core for the browser tests' accessibility check (package.json); the console never needs it.
+	if command -v npm >/dev/null; then npm ci --no-audit --no-fund --silent; \
+	else echo "npm not found: the browser tests' accessibility check cannot run"; fi
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -57,6 +60,10 @@ bench: install
 mutation: install
 	bash scripts/mutation.sh guard
 	$(PY) scripts/mutation_controls.py
+
+# Screenshots of every console page at 1440x900 and 390x844 into docs/screenshots/ (README).
+screenshots: install
+	$(PY) scripts/screenshots.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

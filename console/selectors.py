@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -184,3 +185,45 @@ def audit_list(*, organisation: Organisation, filters: AuditFilters) -> QuerySet
     if filters.object_type:
         qs = qs.filter(object_type=filters.object_type)
     return qs.order_by("-seq")
+
+
+def dashboard_panels(*, actor: Any, now: dt.datetime | None = None) -> dict[str, Any]:
+    """What each role's dashboard shows beyond the counts: the work waiting for that role.
+
+    Approvers see the approvals waiting and the oldest one's age; auditors the alerts and the feed's
+    last hour; editors the rules that fired today and what shadow rules would have decided.
+    """
+    from django.db.models import Min, Sum
+
+    from firewall.models import RuleMatchCount
+    from guard.models import ApprovalRequest
+
+    now = now or timezone.now()
+    org = actor.organisation
+    out: dict[str, Any] = {}
+    if actor.can("approvals.read"):
+        pending = ApprovalRequest.objects.filter(
+            organisation=org, status=ApprovalRequest.Status.PENDING, expires_at__gt=now
+        )
+        oldest = pending.aggregate(at=Min("created_at"))["at"]
+        out["approvals"] = {
+            "waiting": pending.count(),
+            "oldest_minutes": int((now - oldest).total_seconds() // 60) if oldest else None,
+        }
+    if actor.can("events.read"):
+        events = Event.objects.filter(organisation=org)
+        out["alerts"] = list(
+            events.filter(is_alert=True, at__gte=now - dt.timedelta(hours=24)).order_by("-at")[:5]
+        )
+        out["last_hour"] = events.filter(at__gte=now - dt.timedelta(hours=1)).count()
+    if actor.can("firewall.write"):
+        day = now.replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=23)
+        fired = (
+            RuleMatchCount.objects.filter(rule__policy__organisation=org, hour__gte=day)
+            .values("rule_id", "rule__name", "rule__policy_id", "mode")
+            .annotate(n=Sum("count"))
+            .order_by("-n")
+        )
+        out["fired"] = [r for r in fired if r["mode"] == "enforce"][:5]
+        out["shadow"] = [r for r in fired if r["mode"] == "shadow"][:5]
+    return out

@@ -65,6 +65,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "counts": counts,
             "settings": settings_obj,
             "licence_lapsed": settings_obj.licence_lapsed(),
+            "panels": selectors.dashboard_panels(actor=actor),
             "holds": holds.order_by("-created_at")[:50],
             "switches": switches.order_by("-created_at")[:50],
         },

@@ -7,7 +7,7 @@ import os
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
 
 from console.settings.base import *  # noqa: E402, F403
-from console.settings.base import DATABASES, VAR_DIR  # noqa: E402
+from console.settings.base import BASE_DIR, DATABASES, STATICFILES_DIRS, VAR_DIR  # noqa: E402
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 (VAR_DIR / "staticfiles").mkdir(exist_ok=True)
@@ -29,3 +29,10 @@ if os.environ.get("STALWART_DATABASE_NAME"):
     # A worker process started by the tests reads the test database by its real name.
     DATABASES["default"]["NAME"] = os.environ["STALWART_DATABASE_NAME"]
 STALWART_HEALTH_WORKER_TIMEOUT = 10.0
+
+# The browser tests' accessibility checker, axe-core (package.json, installed by `make install`),
+# served from our own static files, never from a CDN.
+STATICFILES_DIRS = [
+    *STATICFILES_DIRS,
+    ("vendor/axe-core", str(BASE_DIR / "node_modules" / "axe-core")),
+]
