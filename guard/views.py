@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -41,7 +43,10 @@ def _card(request: ApprovalRequest) -> dict:
             }
             for e in entries
         ],
-        "summary": ", ".join(f"{k}={v!r}" for k, v in sorted(arguments.items())),
+        "summary": ", ".join(
+            f"{k} = {json.dumps(v, ensure_ascii=False, default=str)}"
+            for k, v in sorted(arguments.items())
+        ),
     }
 
 
@@ -53,7 +58,7 @@ def _context(actor) -> dict:  # noqa: ANN001
         .order_by("-answered_at", "-created_at")[:20]
     )
     return {
-        "cards": [_card(r) for r in queue],
+        "cards": [{**_card(r), "own": approvals._own(actor, r)} for r in queue],
         "answered": answered,
         "can_answer": actor.can("approvals.answer"),
     }

@@ -64,8 +64,18 @@ def test_an_approved_refund_runs_once_and_the_asker_cannot_approve_it(
     sign_in(page, "eve-editor", PASSWORD)
     page.goto("/approvals/")
     page.on("dialog", lambda dialog: dialog.accept())
-    page.click("button.approve")
-    page.wait_for_selector("text=nobody approves or denies a call they asked for")
+    # The page offers the asker no button, and the server refuses a forged answer all the same.
+    page.wait_for_selector("text=You asked for this call: another person answers it.")
+    assert page.locator("button.approve").count() == 0
+    public_id = ApprovalRequest.objects.get().public_id
+    forged = page.request.post(
+        f"/approvals/{public_id}/approve",
+        headers={
+            "X-CSRFToken": page.evaluate("document.cookie.match(/csrftoken=([^;]+)/)[1]"),
+            "Referer": page.url,
+        },
+    )
+    assert forged.status == 403
     assert ApprovalRequest.objects.get().status == "pending"
     sign_out(page)
 
