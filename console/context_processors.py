@@ -5,17 +5,20 @@ from __future__ import annotations
 from django.http import Http404
 
 from console.access import CAPABILITIES, actor_for_request, memberships_of
+from console.services import invitations_for
 
 
 def organisation(request):  # noqa: ANN001, ANN201
     user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False):
         return {}
+    invitations = len(invitations_for(user=user))
     try:
         actor = actor_for_request(request)
     except Http404:
-        return {"memberships": []}
+        return {"memberships": [], "invitation_count": invitations}
     return {
+        "invitation_count": invitations,
         "memberships": memberships_of(user),
         "current_actor": actor,
         "can": {
