@@ -124,8 +124,6 @@ def _own(actor: Actor, request: ApprovalRequest) -> bool:
         return True
     if actor.api_key_id is not None and actor.api_key_id == request.requested_by_key_id:
         return True
-    if actor.label == request.requested_by:
-        return True
     username = _username(actor.person_id)
     return bool(request.requested_for) and username == request.requested_for
 
