@@ -60,6 +60,20 @@ def test_a_key_cannot_answer_the_confirm_prompt_it_raised(
     assert ApprovalRequest.objects.get(public_id=approval).status == "pending"
 
 
+def test_a_key_cannot_answer_what_it_asked_after_its_owner_changes(
+    shop, admin, approver, organisation, actor_for
+):
+    from console.models import ApiKey
+
+    key = _key(actor_for(admin, organisation), role="approver", owner=approver, may_approve=True)
+    approval = _confirm(_key_client(key), shop)
+    # An operator hands the key to another approver (in a shell: no page changes owners).
+    ApiKey.objects.update(owner=admin)
+    answer = _key_client(key).post(f"/v1/approvals/{approval}/approve")
+    assert answer.status_code == 403, answer.content
+    assert ApprovalRequest.objects.get(public_id=approval).status == "pending"
+
+
 def test_a_key_cannot_release_the_firewall_hold_it_raised(
     admin, approver, organisation, actor_for, client_for
 ):
