@@ -214,6 +214,35 @@ def test_a_firewall_token_is_spent_by_its_one_call(partner_token):
     assert (again["decision"], again["reasons"]) == ("refuse", ["token_spent"])
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_calls_racing_with_one_firewall_token_let_one_through(
+    partner_token, editor, organisation, actor_for
+):
+    import threading
+
+    from django.db import connection
+
+    from firewall.services import firewall_evaluate
+
+    _, token = partner_token
+    actor = actor_for(editor, organisation)
+    start, answers = threading.Barrier(2), []
+
+    def call() -> None:
+        start.wait()
+        try:
+            answers.append(firewall_evaluate(actor=actor, call=dict(PARTNER_CALL), token=token))
+        finally:
+            connection.close()
+
+    racers = [threading.Thread(target=call) for _ in range(2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=60)
+    assert sorted(a["reasons"][-1] for a in answers) == ["confirmed", "token_spent"]
+
+
 # -- 3. The people directory: an invitation the person accepts, and nothing revealed -------------
 
 
