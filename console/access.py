@@ -50,9 +50,17 @@ class Actor:
     label: str
     user_id: int | None = None
     api_key_id: int | None = None
+    # For a key: the person who owns it, and whether an admin made it to answer confirm prompts.
+    owner_id: int | None = None
+    may_approve: bool = False
 
     def can(self, capability: str) -> bool:
         return self.role in CAPABILITIES[capability]
+
+    @property
+    def person_id(self) -> int | None:
+        """The person behind the request: the signed-in person, or the key's owner."""
+        return self.user_id if self.user_id is not None else self.owner_id
 
 
 def require(actor: Actor, capability: str) -> None:
@@ -82,6 +90,8 @@ def actor_for_request(request: HttpRequest) -> Actor:
             role=key.role,
             label=f"api-key:{key.name} ({key.prefix})",
             api_key_id=key.pk,
+            owner_id=key.owner_id,
+            may_approve=key.may_approve,
         )
     user = getattr(request, "user", None)
     memberships = memberships_of(user)

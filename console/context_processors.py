@@ -6,18 +6,21 @@ from django.http import Http404
 from django.urls import reverse
 
 from console.access import CAPABILITIES, actor_for_request, memberships_of
+from console.services import invitations_for
 
 
 def organisation(request):  # noqa: ANN001, ANN201
     user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False):
         return {}
+    invitations = len(invitations_for(user=user))
     try:
         actor = actor_for_request(request)
     except Http404:
-        return {"memberships": []}
+        return {"memberships": [], "invitation_count": invitations}
     can = {name.replace(".", "_"): actor.role in roles for name, roles in CAPABILITIES.items()}
     return {
+        "invitation_count": invitations,
         "memberships": memberships_of(user),
         "current_actor": actor,
         "can": can,

@@ -99,11 +99,28 @@ class SettingsForm(forms.ModelForm):
 class ApiKeyForm(forms.Form):
     name = forms.CharField(max_length=100)
     role = forms.ChoiceField(choices=Role.choices)
+    owner = forms.TypedChoiceField(
+        coerce=int,
+        required=False,
+        empty_value=None,
+        help_text="the person this key acts for (you, unless you name another): what it asks for "
+        "counts as theirs",
+    )
+    may_approve = forms.BooleanField(
+        required=False,
+        label="May approve",
+        help_text="answers confirm prompts for its owner (an approver or admin); never what the "
+        "owner or the owner's keys asked for",
+    )
+
+    def __init__(self, *args, people: list[tuple[int, str]], owner: int | None, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.fields["owner"].choices = people
+        self.fields["owner"].initial = owner
 
 
-class PersonForm(forms.Form):
-    username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False)
+class InviteForm(forms.Form):
+    identifier = forms.CharField(max_length=254, label="User name or e-mail")
     role = forms.ChoiceField(choices=Role.choices)
 
 

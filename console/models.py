@@ -50,8 +50,63 @@ class Membership(models.Model):
         return f"{self.user} in {self.organisation} as {self.role}"
 
 
+class Invitation(models.Model):
+    """An organisation's offer of a role to a person; the membership is made only when they accept.
+
+    The admin names the person by user name or e-mail (`identifier`, as typed). `user` is the
+    account it matched, if any: the inviting organisation never sees it, so an invitation says
+    nothing about whether, or whom, it reached until the person answers.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for the person"
+        ACCEPTED = "accepted", "accepted"
+        DECLINED = "declined", "declined"
+        CANCELLED = "cancelled", "cancelled"
+        EXPIRED = "expired", "expired"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="invitations"
+    )
+    identifier = models.CharField(max_length=254)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="invitations",
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "identifier"],
+                condition=models.Q(status="pending"),
+                name="one_open_invitation_per_identifier",
+            )
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.PENDING and timezone.now() < self.expires_at
+
+
 class ApiKey(models.Model):
-    """A key for programs: it belongs to one organisation, acts with one role, and is kept only as a hash."""
+    """A key for programs: it belongs to one organisation, acts with one role, and is kept only as a hash.
+
+    Every key has an owner, a person of its organisation; the key's requests count as theirs, so
+    neither the key nor its owner answers them. A key answers confirm prompts only when an admin
+    made it to (`may_approve`), and then only while its owner is an approver or admin.
+    """
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="api_keys"
@@ -61,6 +116,14 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
     created_by_id = models.IntegerField(null=True, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="api_keys",
+    )
+    may_approve = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

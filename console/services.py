@@ -5,6 +5,7 @@ Every service is keyword-only and atomic; every change writes its audit row in t
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import logging
@@ -19,11 +20,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from console import audit
-from console.access import Actor, require
+from console.access import CAPABILITIES, Actor, require
 from console.models import (
     SHARDS,
     ApiKey,
     Event,
+    Invitation,
     Membership,
     Organisation,
     OrganisationSettings,
@@ -144,8 +146,20 @@ def _hash_key(secret: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(*, actor: Actor, name: str, role: str) -> tuple[ApiKey, str]:
-    """Create a key and return it with its plain text, which is shown once and never stored."""
+def api_key_create(
+    *,
+    actor: Actor,
+    name: str,
+    role: str,
+    owner_id: int | None = None,
+    may_approve: bool = False,
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plain text, which is shown once and never stored.
+
+    The key is owned by `owner_id` (a person of the organisation; the admin creating it by
+    default): what the key asks for counts as asked by its owner too. An approving key
+    (`may_approve`) must have a role that answers confirm prompts, and an owner who holds one.
+    """
     require(actor, "api_keys.manage")
     name = name.strip()
     errors = {}
@@ -153,6 +167,23 @@ def api_key_create(*, actor: Actor, name: str, role: str) -> tuple[ApiKey, str]:
         errors["name"] = "a key needs a name"
     if role not in Role.values:
         errors["role"] = f"`{role}` is not a role"
+    owner_id = owner_id if owner_id is not None else actor.person_id
+    owner = (
+        Membership.objects.filter(organisation=actor.organisation, user_id=owner_id)
+        .select_related("user")
+        .first()
+    )
+    if owner is None:
+        errors["owner"] = "the owner must be a person of this organisation"
+    answering = CAPABILITIES["approvals.answer"]
+    if may_approve:
+        if role in Role.values and role not in answering:
+            errors["role"] = "an approving key acts as an approver or an admin"
+        if owner is not None and owner.role not in answering:
+            errors["owner"] = (
+                f"`{owner.user.get_username()}` is not an approver or admin, "
+                "so cannot own an approving key"
+            )
     if errors:
         raise ValidationError(errors)
     prefix = secrets.token_hex(4)
@@ -165,6 +196,8 @@ def api_key_create(*, actor: Actor, name: str, role: str) -> tuple[ApiKey, str]:
         prefix=prefix,
         key_hash=_hash_key(plain),
         created_by_id=actor.user_id,
+        owner_id=owner.user_id,
+        may_approve=may_approve,
     )
     audit_record(
         actor=actor,
@@ -174,6 +207,8 @@ def api_key_create(*, actor: Actor, name: str, role: str) -> tuple[ApiKey, str]:
         changes={
             "name": {"old": None, "new": name},
             "role": {"old": None, "new": role},
+            "owner": {"old": None, "new": owner.user.get_username()},
+            "may_approve": {"old": None, "new": may_approve},
             "key": dict(audit.REDACTED_CHANGE),
         },
     )
@@ -213,36 +248,194 @@ def api_key_authenticate(plain: str) -> ApiKey | None:
 
 
 @transaction.atomic
-def person_add(*, actor: Actor, username: str, email: str, role: str) -> tuple[Any, str | None]:
-    """Add a person to the actor's organisation with a role; a new person gets a one-time password."""
-    require(actor, "members.manage")
+def person_create(*, username: str, email: str = "") -> tuple[Any, str]:
+    """Create an account with a one-time password (the operator's act: `manage.py person_create`).
+
+    An account belongs to no organisation; an organisation's admin invites it, and it joins by
+    accepting. Creating accounts is kept off the organisations' pages because a user name that is
+    taken would tell another organisation's admin that the person exists.
+    """
     username = username.strip()
-    errors = {}
+    user_model = get_user_model()
     if not username:
-        errors["username"] = "a person needs a user name"
+        raise ValidationError({"username": "a person needs a user name"})
+    if user_model.objects.filter(username=username).exists():
+        raise ValidationError({"username": f"`{username}` is taken"})
+    password = secrets.token_urlsafe(12)
+    user = user_model.objects.create_user(username=username, email=email.strip(), password=password)
+    return user, password
+
+
+INVITATION_DAYS = 14
+
+
+def _invitee(identifier: str):  # noqa: ANN202
+    """The one account a user name, or else an e-mail address, names; None when none or several."""
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=identifier).first()
+    if user is None and "@" in identifier:
+        matches = list(user_model.objects.filter(email__iexact=identifier)[:2])
+        user = matches[0] if len(matches) == 1 else None
+    return user
+
+
+@transaction.atomic
+def invitation_create(*, actor: Actor, identifier: str, role: str) -> Invitation:
+    """Invite a person, named by user name or e-mail, to the actor's organisation with a role.
+
+    The answer and the audit row are the same whether or not the name matches a person: the
+    invitation keeps what was typed, and the account it reached (if any) is never shown to the
+    organisation. Only the person themself sees it and makes the membership by accepting.
+    """
+    require(actor, "members.manage")
+    identifier = identifier.strip()
+    errors = {}
+    if not identifier:
+        errors["identifier"] = "name a person by user name or e-mail"
     if role not in Role.values:
         errors["role"] = f"`{role}` is not a role"
     if errors:
         raise ValidationError(errors)
-    user_model = get_user_model()
-    user = user_model.objects.filter(username=username).first()
-    password = None
-    if user is None:
-        password = secrets.token_urlsafe(12)
-        user = user_model.objects.create_user(
-            username=username, email=email.strip(), password=password
+    Invitation.objects.filter(
+        organisation=actor.organisation,
+        identifier=identifier,
+        status=Invitation.Status.PENDING,
+        expires_at__lte=timezone.now(),
+    ).update(status=Invitation.Status.EXPIRED)
+    user = _invitee(identifier)
+    members = Membership.objects.filter(organisation=actor.organisation)
+    # Saying so reveals nothing: the organisation's own people are on its members page.
+    if user is not None and members.filter(user=user).exists():
+        raise ValidationError({"identifier": f"`{identifier}` is already a member"})
+    if Invitation.objects.filter(
+        organisation=actor.organisation, identifier=identifier, status=Invitation.Status.PENDING
+    ).exists():
+        raise ValidationError({"identifier": f"`{identifier}` has an open invitation already"})
+    invitation = Invitation.objects.create(
+        organisation=actor.organisation,
+        identifier=identifier,
+        user=user,
+        role=role,
+        invited_by_id=actor.person_id,
+        expires_at=timezone.now() + dt.timedelta(days=INVITATION_DAYS),
+    )
+    audit_record(
+        actor=actor,
+        action="invitation.create",
+        object_type="invitation",
+        object_id=invitation.pk,
+        changes={
+            "invitee": {"old": None, "new": identifier},
+            "role": {"old": None, "new": role},
+        },
+    )
+    return invitation
+
+
+def invitations_for(*, user) -> list[Invitation]:  # noqa: ANN001
+    """The open invitations a signed-in person has, newest first."""
+    if not getattr(user, "pk", None):
+        return []
+    return list(
+        Invitation.objects.filter(
+            user=user, status=Invitation.Status.PENDING, expires_at__gt=timezone.now()
+        ).select_related("organisation")
+    )
+
+
+def _invitation_locked(*, user, invitation_id: int) -> Invitation:  # noqa: ANN001
+    """The person's own open invitation under a row lock; anyone else's does not exist."""
+    from django.http import Http404
+
+    invitation = (
+        Invitation.objects.select_for_update()
+        .filter(pk=invitation_id, user_id=getattr(user, "pk", None))
+        .first()
+    )
+    if invitation is None or not invitation.is_open:
+        raise Http404("no such invitation")
+    return invitation
+
+
+def _invitee_actor(invitation: Invitation, *, named: bool) -> Actor:
+    """The invited person in the inviting organisation's audit rows: by name once they accepted,
+    else only by what the admin typed (a decline tells the organisation no more than that)."""
+    if named:
+        return Actor(
+            organisation=invitation.organisation,
+            role=invitation.role,
+            label=f"user:{invitation.user.get_username()}",
+            user_id=invitation.user_id,
         )
-    if Membership.objects.filter(user=user, organisation=actor.organisation).exists():
-        raise ValidationError({"username": f"`{username}` is already a member"})
-    membership = Membership.objects.create(user=user, organisation=actor.organisation, role=role)
+    return Actor(
+        organisation=invitation.organisation,
+        role="",
+        label=f"invitee:{invitation.identifier}",
+    )
+
+
+@transaction.atomic
+def invitation_accept(*, user, invitation_id: int) -> Membership:  # noqa: ANN001
+    """The invited person accepts: only now are they a member, with the invitation's role."""
+    invitation = _invitation_locked(user=user, invitation_id=invitation_id)
+    membership, _ = Membership.objects.get_or_create(
+        user=user, organisation=invitation.organisation, defaults={"role": invitation.role}
+    )
+    invitation.status, invitation.answered_at = Invitation.Status.ACCEPTED, timezone.now()
+    invitation.save(update_fields=["status", "answered_at"])
+    actor = _invitee_actor(invitation, named=True)
+    audit_record(
+        actor=actor,
+        action="invitation.accept",
+        object_type="invitation",
+        object_id=invitation.pk,
+        changes={"status": {"old": "pending", "new": "accepted"}},
+    )
     audit_record(
         actor=actor,
         action="membership.create",
         object_type="membership",
         object_id=membership.pk,
-        changes={"person": {"old": None, "new": username}, "role": {"old": None, "new": role}},
+        changes={
+            "person": {"old": None, "new": user.get_username()},
+            "role": {"old": None, "new": membership.role},
+        },
     )
-    return user, password
+    return membership
+
+
+@transaction.atomic
+def invitation_decline(*, user, invitation_id: int) -> None:  # noqa: ANN001
+    """The invited person declines: no membership, and the organisation learns no more than that."""
+    invitation = _invitation_locked(user=user, invitation_id=invitation_id)
+    invitation.status, invitation.answered_at = Invitation.Status.DECLINED, timezone.now()
+    invitation.save(update_fields=["status", "answered_at"])
+    audit_record(
+        actor=_invitee_actor(invitation, named=False),
+        action="invitation.decline",
+        object_type="invitation",
+        object_id=invitation.pk,
+        changes={"status": {"old": "pending", "new": "declined"}},
+    )
+
+
+@transaction.atomic
+def invitation_cancel(*, actor: Actor, invitation: Invitation) -> None:
+    """An admin withdraws an open invitation of their organisation."""
+    require(actor, "members.manage")
+    if invitation.organisation_id != actor.organisation.pk:
+        raise PermissionDenied("not this organisation's invitation")
+    updated = Invitation.objects.filter(pk=invitation.pk, status=Invitation.Status.PENDING).update(
+        status=Invitation.Status.CANCELLED, answered_at=timezone.now()
+    )
+    if updated:
+        audit_record(
+            actor=actor,
+            action="invitation.cancel",
+            object_type="invitation",
+            object_id=invitation.pk,
+            changes={"status": {"old": "pending", "new": "cancelled"}},
+        )
 
 
 def _last_admin(membership: Membership) -> bool:

@@ -26,9 +26,17 @@ from console.access import (
     require,
 )
 from console.charts import stacked_bars
-from console.forms import ApiKeyForm, PersonForm, RoleForm, SettingsForm
+from console.forms import ApiKeyForm, InviteForm, RoleForm, SettingsForm
 from console.health import health_report
-from console.models import ApiKey, Decision, Event, Membership, SessionHold, ToolSwitch
+from console.models import (
+    ApiKey,
+    Decision,
+    Event,
+    Invitation,
+    Membership,
+    SessionHold,
+    ToolSwitch,
+)
 from console.plain import plain_decision
 
 PAGE_SIZE = 25
@@ -44,6 +52,9 @@ def _add_errors(form, exc: ValidationError) -> None:  # noqa: ANN001
 
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
+    if not memberships_of(request.user):
+        # A person in no organisation yet has only their invitations to see.
+        return redirect("invitations")
     actor = actor_for_request(request)
     since = timezone.now() - dt.timedelta(hours=24)
     counts = {d: 0 for d in Decision.values}
@@ -384,22 +395,30 @@ def tool_enable(request: HttpRequest, switch_id: int) -> HttpResponse:
 def members_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "members.read")
-    return _members(request, actor, PersonForm())
+    return _members(request, actor, InviteForm())
 
 
-def _members(request, actor, form, *, created=None, status=200):  # noqa: ANN001, ANN202
+def _members(request, actor, form, *, invited=None, status=200):  # noqa: ANN001, ANN202
     memberships = (
         Membership.objects.filter(organisation=actor.organisation)
         .select_related("user")
         .order_by("user__username")
     )
+    invitations = []
+    if actor.can("members.manage"):
+        invitations = Invitation.objects.filter(
+            organisation=actor.organisation,
+            status=Invitation.Status.PENDING,
+            expires_at__gt=timezone.now(),
+        ).order_by("-created_at")
     return render(
         request,
         "console/members.html",
         {
             "memberships": memberships,
+            "invitations": invitations,
             "form": form,
-            "created": created,
+            "invited": invited,
             "role_choices": RoleForm.base_fields["role"].choices,
         },
         status=status,
@@ -407,19 +426,52 @@ def _members(request, actor, form, *, created=None, status=200):  # noqa: ANN001
 
 
 @require_POST
-def member_add(request: HttpRequest) -> HttpResponse:
+def member_invite(request: HttpRequest) -> HttpResponse:
+    """Invite by user name or e-mail; the page answers the same whether or not it names anyone."""
     actor = actor_for_request(request)
     require(actor, "members.manage")
-    form = PersonForm(request.POST)
+    form = InviteForm(request.POST)
     if form.is_valid():
         try:
-            user, password = services.person_add(actor=actor, **form.cleaned_data)
+            invitation = services.invitation_create(actor=actor, **form.cleaned_data)
         except ValidationError as exc:
             _add_errors(form, exc)
         else:
-            created = {"username": user.get_username(), "password": password}
-            return _members(request, actor, PersonForm(), created=created)
+            return _members(request, actor, InviteForm(), invited=invitation)
     return _members(request, actor, form, status=400)
+
+
+@require_POST
+def invitation_cancel(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    actor = actor_for_request(request)
+    require(actor, "members.manage")
+    invitation = get_object_for_actor(Invitation, actor, pk=invitation_id)
+    services.invitation_cancel(actor=actor, invitation=invitation)
+    return redirect("members")
+
+
+@require_GET
+def invitations_page(request: HttpRequest) -> HttpResponse:
+    """The signed-in person's own invitations; they need no organisation to see them."""
+    return render(
+        request,
+        "console/invitations.html",
+        {"invitations": services.invitations_for(user=request.user)},
+    )
+
+
+@require_POST
+def invitation_answer(request: HttpRequest, invitation_id: str, answer: str) -> HttpResponse:
+    """The invited person's own answer; someone else's invitation does not exist (404)."""
+    invitation_id = int(invitation_id)
+    if answer == "accept":
+        membership = services.invitation_accept(user=request.user, invitation_id=invitation_id)
+        request.session[ORG_SESSION_KEY] = str(membership.organisation_id)
+        messages.success(request, f"you joined {membership.organisation.name}")
+        return redirect("dashboard")
+    services.invitation_decline(user=request.user, invitation_id=invitation_id)
+    messages.success(request, "the invitation was declined")
+    return redirect("invitations")
 
 
 @require_POST
@@ -451,8 +503,22 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     return redirect("members")
 
 
+def _key_form(actor, data=None) -> ApiKeyForm:  # noqa: ANN001
+    people = [
+        (m.user_id, f"{m.user.get_username()} ({m.role})")
+        for m in Membership.objects.filter(organisation=actor.organisation)
+        .select_related("user")
+        .order_by("user__username")
+    ]
+    return ApiKeyForm(data, people=people, owner=actor.person_id)
+
+
 def _api_keys(request, actor, form, *, created=None, status=200):  # noqa: ANN001, ANN202
-    keys = ApiKey.objects.filter(organisation=actor.organisation).order_by("-created_at")
+    keys = (
+        ApiKey.objects.filter(organisation=actor.organisation)
+        .select_related("owner")
+        .order_by("-created_at")
+    )
     return render(
         request,
         "console/api_keys.html",
@@ -465,21 +531,28 @@ def _api_keys(request, actor, form, *, created=None, status=200):  # noqa: ANN00
 def api_keys_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "api_keys.manage")
-    return _api_keys(request, actor, ApiKeyForm())
+    return _api_keys(request, actor, _key_form(actor))
 
 
 @require_POST
 def api_key_create(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "api_keys.manage")
-    form = ApiKeyForm(request.POST)
+    form = _key_form(actor, request.POST)
     if form.is_valid():
+        data = dict(form.cleaned_data)
         try:
-            key, plain = services.api_key_create(actor=actor, **form.cleaned_data)
+            key, plain = services.api_key_create(
+                actor=actor,
+                name=data["name"],
+                role=data["role"],
+                owner_id=data["owner"],
+                may_approve=data["may_approve"],
+            )
         except ValidationError as exc:
             _add_errors(form, exc)
         else:
-            return _api_keys(request, actor, ApiKeyForm(), created={"key": key, "plain": plain})
+            return _api_keys(request, actor, _key_form(actor), created={"key": key, "plain": plain})
     return _api_keys(request, actor, form, status=400)
 
 

@@ -402,18 +402,28 @@ def _controls(actor: Actor, call: dict[str, Any], result: dict[str, Any]) -> dic
 
 
 def _approved(
-    actor: Actor, call: dict[str, Any], token: str | None, result: dict[str, Any]
+    actor: Actor, call: dict[str, Any], token: str | None, result: dict[str, Any], *, spend: bool
 ) -> dict[str, Any]:
-    """A call held for a person runs with the token their approval signed, and only that call."""
+    """A call held for a person runs with the token their approval signed: only that call, once.
+
+    The token must cover the whole call as evaluated (a different destination or stage is a
+    mismatch, with the parts that differ); it is spent in this call's transaction, so a second
+    call with it is refused (`token_spent`). A dry run (`spend=False`) reads it without spending.
+    """
     if token is None:
         return result
-    from firewall.approvals import token_problem
+    from firewall import approvals
 
-    problem = token_problem(actor.organisation.pk, call, token)
-    if problem is not None:
-        return {**_refusal(call, problem), "policy": result.get("policy")}
+    problem, differing = approvals.token_problem(actor.organisation.pk, call, token)
+    if problem:
+        refusal = {**_refusal(call, problem), "policy": result.get("policy")}
+        if differing:
+            refusal["detail"] = {"differing": differing}
+        return refusal
     if result["verdict"] != "require_approval":
         return result
+    if spend and not approvals.spend(actor.organisation.pk, token):
+        return {**_refusal(call, "token_spent"), "policy": result.get("policy")}
     return {
         **result,
         "verdict": "allow",
@@ -450,7 +460,7 @@ def firewall_evaluate(
             result = _refusal(call, "policy_invalid")
     result["policy"] = policy.name if policy else None
     result = _controls(actor, call, result)
-    result = _approved(actor, call, token, result)
+    result = _approved(actor, call, token, result, spend=record)
     if not record:
         return result
     if result["verdict"] == "require_approval":

@@ -1,8 +1,14 @@
 """Approvals: a `confirm` becomes a request people answer; approving signs a token for that call.
 
 A request is answered once: the first approve or deny wins under a row lock, so a second click
-(by anyone) changes nothing. Nobody answers a call they asked for, a request past its time
-expires, and every answer writes an audit row and an event in its transaction.
+(by anyone) changes nothing. A request past its time expires, and every answer writes an audit row
+and an event in its transaction.
+
+Nobody answers a call they asked for. A request remembers who asked: the signed-in person, or the
+key and the person who owns it; none of them may answer it, nor may the person the call was made
+for. Answering is a person's act: a signed-in approver or admin answers, and a key answers only
+when an admin made it an approving key (`may_approve`) and its owner is, at the moment of the
+answer, an approver or admin of the organisation.
 """
 
 from __future__ import annotations
@@ -10,12 +16,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from console.access import Actor, require
-from console.models import OrganisationSettings
+from console.access import CAPABILITIES, Actor, require
+from console.models import Membership, OrganisationSettings
 from console.services import audit_record, event_record
 from guard.models import ApprovalRequest, GuardSession
 
@@ -31,6 +38,16 @@ def _timeout(organisation_id: int) -> dt.timedelta:
         .first()
     )
     return dt.timedelta(minutes=minutes or 15)
+
+
+def _asked_by(actor: Actor) -> dict[str, Any]:
+    """Who asked, as the request remembers it: the person, or the key and the person owning it."""
+    return {
+        "requested_by": actor.label,
+        "requested_by_id": actor.user_id,
+        "requested_by_key_id": actor.api_key_id,
+        "requested_by_owner_id": actor.owner_id,
+    }
 
 
 def approval_request_create(
@@ -54,8 +71,7 @@ def approval_request_create(
         rule=decision.get("rule") or "",
         detail=dict(decision.get("detail") or {}),
         history_at=len(history.get("entries", [])),
-        requested_by=actor.label,
-        requested_by_id=actor.user_id,
+        **_asked_by(actor),
         requested_for=requested_for[:150],
         expires_at=timezone.now() + _timeout(actor.organisation.pk),
     )
@@ -75,8 +91,7 @@ def firewall_request_create(
         reasons=list(decision.get("reasons", [])),
         rule=decision.get("rule") or "",
         detail={"policy": decision.get("policy")},
-        requested_by=actor.label,
-        requested_by_id=actor.user_id,
+        **_asked_by(actor),
         requested_for=str(call.get("user", ""))[:150],
         expires_at=timezone.now() + _timeout(actor.organisation.pk),
     )
@@ -96,15 +111,45 @@ def shown_arguments(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
+def _username(user_id: int | None) -> str | None:
+    if user_id is None:
+        return None
+    return get_user_model().objects.filter(pk=user_id).values_list("username", flat=True).first()
+
+
 def _own(actor: Actor, request: ApprovalRequest) -> bool:
-    if actor.user_id is not None and actor.user_id == request.requested_by_id:
+    """Whether the actor, or the person behind it, asked for the call or is the one it is for."""
+    asked_people = {request.requested_by_id, request.requested_by_owner_id} - {None}
+    if actor.person_id is not None and actor.person_id in asked_people:
         return True
-    username = actor.label.removeprefix("user:")
+    if actor.api_key_id is not None and actor.api_key_id == request.requested_by_key_id:
+        return True
+    username = _username(actor.person_id)
     return bool(request.requested_for) and username == request.requested_for
 
 
-def _locked(actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
+def _may_answer(actor: Actor) -> None:
+    """A signed-in approver or admin answers; a key only when it was made to, for its owner."""
     require(actor, "approvals.answer")
+    if actor.api_key_id is None:
+        return
+    if not actor.may_approve:
+        raise PermissionDenied(
+            "an API key answers a confirm prompt only when an admin made it an approving key"
+        )
+    owner_is_approver = Membership.objects.filter(
+        organisation=actor.organisation,
+        user_id=actor.owner_id,
+        role__in=CAPABILITIES["approvals.answer"],
+    ).exists()
+    if actor.owner_id is None or not owner_is_approver:
+        raise PermissionDenied(
+            "this approving key's owner is no longer an approver or admin of the organisation"
+        )
+
+
+def _locked(actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
+    _may_answer(actor)
     request = ApprovalRequest.objects.select_for_update().get(pk=request.pk)
     if _own(actor, request):
         raise PermissionDenied("nobody approves or denies a call they asked for")
@@ -165,7 +210,10 @@ def approval_grant(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest
             from firewall.approvals import issue_token
 
             request.token = issue_token(
-                request.organisation_id, request.call, expires=request.expires_at
+                request.organisation_id,
+                request.call,
+                expires=request.expires_at,
+                approval=str(request.public_id),
             )
         else:
             session = GuardSession.objects.select_for_update().get(pk=request.session_id)

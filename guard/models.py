@@ -54,6 +54,9 @@ class ApprovalRequest(models.Model):
     history_at = models.PositiveIntegerField(default=0)
     requested_by = models.CharField(max_length=200)
     requested_by_id = models.IntegerField(null=True, blank=True)
+    # Who asked, when a key asked: the key, and the person who owns it. Neither may answer.
+    requested_by_key_id = models.IntegerField(null=True, blank=True)
+    requested_by_owner_id = models.IntegerField(null=True, blank=True)
     requested_for = models.CharField(max_length=150, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
@@ -61,6 +64,8 @@ class ApprovalRequest(models.Model):
     answered_by = models.CharField(max_length=200, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
     token = models.TextField(blank=True)
+    # A firewall token is spent by the one call it lets through.
+    token_spent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -31,8 +31,9 @@ def test_an_approved_refund_runs_once_and_the_asker_cannot_approve_it(
     from console.models import Membership
     from stalwart_agents import Client, Replayed
 
+    # The agent's key is the editor's, for whom it acts: the admin who made it may still answer.
     _, key = services.api_key_create(
-        actor=actor_for(admin, organisation), name="shop agent", role="editor"
+        actor=actor_for(admin, organisation), name="shop agent", role="editor", owner_id=editor.pk
     )
     session = Client(url=live_server.url, api_key=key).session(
         "billing", catalogue=shop[0], rulebook=shop[1]

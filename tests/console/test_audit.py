@@ -151,15 +151,23 @@ def test_hidden_fields_are_named_but_never_written():
 
 
 def test_people_changes_are_audited(admin, organisation, actor_for):
-    actor = actor_for(admin, organisation)
-    user, password = services.person_add(actor=actor, username="newbie", email="", role="auditor")
     from console.models import Membership
 
-    membership = Membership.objects.get(user=user)
+    actor = actor_for(admin, organisation)
+    user, password = services.person_create(username="newbie")
+    invitation = services.invitation_create(actor=actor, identifier="newbie", role="auditor")
+    membership = services.invitation_accept(user=user, invitation_id=invitation.pk)
+    assert Membership.objects.get(user=user) == membership
     services.membership_set_role(actor=actor, membership=membership, role="approver")
     services.membership_remove(actor=actor, membership=membership)
     actions = list(AuditRow.objects.order_by("seq").values_list("action", flat=True))
-    assert actions == ["membership.create", "membership.update", "membership.delete"]
+    assert actions == [
+        "invitation.create",
+        "invitation.accept",
+        "membership.create",
+        "membership.update",
+        "membership.delete",
+    ]
     assert password not in str(list(AuditRow.objects.values_list("changes", flat=True)))
 
 

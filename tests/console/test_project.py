@@ -55,32 +55,30 @@ def test_the_api_docs_page_is_served_without_a_cdn(editor, client_for):
     assert b"cdn" not in page.content.lower()
 
 
-def test_an_admin_adds_a_person_who_gets_a_one_time_password(admin, client_for):
-    client = client_for(admin)
-    response = client.post(
-        "/members/add", {"username": "newbie", "email": "n@example.org", "role": "approver"}
-    )
-    assert response.status_code == 200
-    password = response.context["created"]["password"]
-    assert password and password.encode() in response.content
+def test_the_operator_creates_a_person_who_gets_a_one_time_password(client_for, capsys):
+    call_command("person_create", "newbie", "--email", "n@example.org")
+    password = capsys.readouterr().out.split("first password: ")[1].split()[0]
     other = client_for()
     other.get("/accounts/login/")
     assert (
         other.post("/accounts/login/", {"username": "newbie", "password": password}).status_code
         == 302
     )
+    assert other.get("/")["Location"] == "/invitations/"
 
 
-def test_adding_a_person_twice_names_the_field(admin, editor, client_for):
-    response = client_for(admin).post("/members/add", {"username": "eve-editor", "role": "auditor"})
+def test_inviting_a_member_names_the_field(admin, editor, client_for):
+    response = client_for(admin).post(
+        "/members/invite", {"identifier": "eve-editor", "role": "auditor"}
+    )
     assert response.status_code == 400
-    assert b"username: `eve-editor` is already a member" in response.content
+    assert b"identifier: `eve-editor` is already a member" in response.content
 
 
 def test_only_an_admin_manages_people(editor, approver, client_for):
     membership = Membership.objects.get(user=approver)
     client = client_for(editor)
-    assert client.post("/members/add", {"username": "x", "role": "admin"}).status_code == 403
+    assert client.post("/members/invite", {"identifier": "x", "role": "admin"}).status_code == 403
     assert client.post(f"/members/{membership.pk}/role", {"role": "admin"}).status_code == 403
     assert Membership.objects.get(pk=membership.pk).role == "approver"
 
