@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.models import AuditRow, Organisation
+from console.redaction import redact
 
 GENESIS = "0" * 64
 REDACTED_CHANGE = {"redacted": True}
@@ -122,7 +123,7 @@ def append(
         action=action,
         object_type=object_type,
         object_id=str(object_id),
-        changes=_jsonable(changes),
+        changes=_jsonable(redact(changes)),
         prev_hash=prev,
     )
     row.hash = _hash_of(row)
