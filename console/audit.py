@@ -1,22 +1,32 @@
 """The audit chain: how a row's hash is made, how a row is appended, and how a chain is verified.
 
-Each organisation has its own chain. A row's hash is SHA-256 over the canonical JSON of its content
-and the previous row's hash, so editing, removing or reordering a row behind the ORM's back breaks
-every hash after it; `verify_chain` names the first row where the chain no longer holds.
+Each organisation has its own chain. A row's hash is HMAC-SHA256, under the audit key, of the
+canonical JSON of its content and the previous row's hash: editing, removing or reordering a row
+behind the ORM's back breaks the chain, and without the key nobody can compute the hashes again.
+The chain's head (its length and last hash) is kept outside the rows in a checkpoint signed with
+the same key and rewritten in the transaction of every row, so rows cut from the tail (or all of
+them) and rows added behind the chain's back disagree with it. `verify_chain` names the first
+place where the chain, or its checkpoint, no longer holds.
+
+The key is `STALWART_AUDIT_KEY`, or (unset) an HMAC of `SECRET_KEY`; the database holds neither.
+Rows written before the chain was keyed (plain SHA-256) are re-keyed by migration 0002 once their
+plain chain has been verified (`rekey_organisation`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from console.models import AuditRow, Organisation
+from console.models import AuditCheckpoint, AuditRow, Organisation
 from console.redaction import redact
 
 GENESIS = "0" * 64
@@ -27,8 +37,25 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
+def audit_key() -> bytes:
+    """The key of the chain: `STALWART_AUDIT_KEY`, or one derived from `SECRET_KEY`."""
+    configured = getattr(settings, "STALWART_AUDIT_KEY", "")
+    if configured:
+        return hashlib.sha256(b"stalwart audit key\0" + configured.encode("utf-8")).digest()
+    return hmac.new(
+        settings.SECRET_KEY.encode("utf-8"), b"stalwart audit chain", hashlib.sha256
+    ).digest()
+
+
+def _canonical(content: dict[str, Any]) -> bytes:
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
 def row_hash(
     *,
+    key: bytes | None = None,
     organisation_id: int,
     seq: int,
     at: str,
@@ -52,12 +79,18 @@ def row_hash(
         "changes": changes,
         "prev": prev_hash,
     }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hmac.new(key or audit_key(), _canonical(content), hashlib.sha256).hexdigest()
 
 
-def _hash_of(row: AuditRow) -> str:
-    return row_hash(
+def legacy_row_hash(**content: Any) -> str:
+    """The hash rows had before the chain was keyed: plain SHA-256 of the same content."""
+    content["prev"] = content.pop("prev_hash")
+    content["organisation"] = content.pop("organisation_id")
+    return hashlib.sha256(_canonical(content)).hexdigest()
+
+
+def _content(row: Any) -> dict[str, Any]:
+    return dict(
         organisation_id=row.organisation_id,
         seq=row.seq,
         at=row.at.isoformat(),
@@ -69,6 +102,38 @@ def _hash_of(row: AuditRow) -> str:
         changes=row.changes,
         prev_hash=row.prev_hash,
     )
+
+
+def _hash_of(row: AuditRow, key: bytes | None = None) -> str:
+    return row_hash(key=key, **_content(row))
+
+
+def checkpoint_signature(
+    *, organisation_id: int, length: int, head: str, key: bytes | None = None
+) -> str:
+    """The signature of a checkpoint: HMAC-SHA256 of the organisation, the length and the head."""
+    message = f"stalwart audit checkpoint\0{organisation_id}\0{length}\0{head}".encode()
+    return hmac.new(key or audit_key(), message, hashlib.sha256).hexdigest()
+
+
+def _checkpoint(checkpoint_model: Any, organisation_id: int, length: int, head: str) -> None:
+    checkpoint_model.objects.update_or_create(
+        organisation_id=organisation_id,
+        defaults={
+            "length": length,
+            "head": head,
+            "signature": checkpoint_signature(
+                organisation_id=organisation_id, length=length, head=head
+            ),
+            "at": timezone.now(),
+        },
+    )
+
+
+def anchor_new_organisation(organisation: Organisation) -> None:
+    """The checkpoint of an empty chain, written when the organisation is created: a chain whose
+    checkpoint is gone then reads as tampered with, not as a chain that never had rows."""
+    _checkpoint(AuditCheckpoint, organisation.pk, 0, GENESIS)
 
 
 def field_changes(
@@ -128,6 +193,7 @@ def append(
     )
     row.hash = _hash_of(row)
     row.save()
+    _checkpoint(AuditCheckpoint, organisation.pk, seq, row.hash)
     return row
 
 
@@ -144,9 +210,13 @@ class ChainBreak:
 
 
 def verify_chain(organisation: Organisation) -> ChainBreak | None:
-    """The first place where the organisation's chain does not hold, or None when all of it does."""
+    """The first place where the organisation's chain does not hold, or None when all of it does:
+    every row's keyed hash and link, then the signed checkpoint against the chain's length and head.
+    """
+    key = audit_key()
     prev = GENESIS
     expected_seq = 1
+    last_id = None
     for row in AuditRow.objects.filter(organisation=organisation).order_by("seq").iterator():
         if row.seq != expected_seq:
             return ChainBreak(
@@ -162,10 +232,79 @@ def verify_chain(organisation: Organisation) -> ChainBreak | None:
                 row.pk,
                 "its previous hash does not match the row before it",
             )
-        if _hash_of(row) != row.hash:
+        if not hmac.compare_digest(_hash_of(row, key), row.hash):
             return ChainBreak(
                 organisation.slug, row.seq, row.pk, "its hash does not match its content"
             )
         prev = row.hash
+        last_id = row.pk
         expected_seq += 1
+    return _checkpoint_break(organisation, expected_seq - 1, prev, last_id, key)
+
+
+def _checkpoint_break(
+    organisation: Organisation, length: int, head: str, last_id: int | None, key: bytes
+) -> ChainBreak | None:
+    checkpoint = AuditCheckpoint.objects.filter(organisation=organisation).first()
+    after = length + 1
+    if checkpoint is None:
+        return ChainBreak(
+            organisation.slug,
+            after,
+            None,
+            "the chain has no checkpoint (it was deleted, or the chain was never anchored)",
+        )
+    signature = checkpoint_signature(
+        organisation_id=organisation.pk, length=checkpoint.length, head=checkpoint.head, key=key
+    )
+    if not hmac.compare_digest(signature, checkpoint.signature):
+        return ChainBreak(
+            organisation.slug, after, None, "its checkpoint is not signed with the audit key"
+        )
+    if checkpoint.length > length:
+        return ChainBreak(
+            organisation.slug,
+            after,
+            None,
+            f"rows {after} to {checkpoint.length} are missing (the signed checkpoint "
+            f"holds {checkpoint.length} rows)",
+        )
+    if checkpoint.length < length:
+        return ChainBreak(
+            organisation.slug,
+            checkpoint.length + 1,
+            None,
+            f"rows after seq {checkpoint.length} are not in the signed checkpoint "
+            f"(added behind the chain's back)",
+        )
+    if not hmac.compare_digest(checkpoint.head, head):
+        return ChainBreak(
+            organisation.slug, length, last_id, "the last row is not the one the checkpoint signed"
+        )
+    return None
+
+
+def rekey_organisation(row_model: Any, checkpoint_model: Any, organisation_id: int) -> str | None:
+    """Re-key an organisation's rows written before the chain was keyed (plain SHA-256), once
+    that plain chain is verified, and sign its checkpoint; a plain chain that does not hold is
+    left as it is, with no checkpoint, so `audit_verify` names it. Returns that problem, if any.
+
+    Takes the models as arguments so that a migration can pass its historical ones.
+    """
+    rows = list(row_model.objects.filter(organisation_id=organisation_id).order_by("seq"))
+    prev = GENESIS
+    for expected, row in enumerate(rows, start=1):
+        plain = legacy_row_hash(**_content(row))
+        if row.seq != expected or row.prev_hash != prev or plain != row.hash:
+            return f"the plain chain breaks at seq {expected}: not re-keyed"
+        prev = row.hash
+    key = audit_key()
+    prev = GENESIS
+    for row in rows:
+        row.prev_hash = prev
+        row.hash = row_hash(key=key, **_content(row))
+        # The base manager: the rows' own one refuses updates, as it should everywhere else.
+        row_model._base_manager.filter(pk=row.pk).update(prev_hash=row.prev_hash, hash=row.hash)
+        prev = row.hash
+    _checkpoint(checkpoint_model, organisation_id, len(rows), prev)
     return None

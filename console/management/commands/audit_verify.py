@@ -1,4 +1,5 @@
-"""Verify every organisation's audit chain and name the first row where it does not hold."""
+"""Verify every organisation's audit chain (keyed hashes, links, the signed checkpoint) and name the
+first place where it does not hold."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from console.models import AuditRow, Organisation
 
 
 class Command(BaseCommand):
-    help = "Verify the hash chain of the audit rows; exit 1 naming the first broken row."
+    help = (
+        "Verify the keyed hash chain of the audit rows and its signed checkpoint; "
+        "exit 1 naming the first place it does not hold."
+    )
 
     def add_arguments(self, parser) -> None:  # noqa: ANN001
         parser.add_argument("--organisation", help="the slug of one organisation (default: all)")
@@ -25,7 +29,9 @@ class Command(BaseCommand):
             problem = verify_chain(organisation)
             count = AuditRow.objects.filter(organisation=organisation).count()
             if problem is None:
-                self.stdout.write(f"{organisation.slug}: {count} row(s), chain intact")
+                self.stdout.write(
+                    f"{organisation.slug}: {count} row(s), chain intact, checkpoint signed"
+                )
             else:
                 broken.append(problem)
                 self.stdout.write(str(problem))
