@@ -15,19 +15,24 @@ plain chain has been verified (`rekey_organisation`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from console.models import AuditCheckpoint, AuditRow, Organisation
 from console.redaction import redact
+
+log = logging.getLogger(__name__)
 
 GENESIS = "0" * 64
 REDACTED_CHANGE = {"redacted": True}
@@ -194,7 +199,111 @@ def append(
     row.hash = _hash_of(row)
     row.save()
     _checkpoint(AuditCheckpoint, organisation.pk, seq, row.hash)
+    anchor = {"organisation": organisation.pk, "slug": organisation.slug, "length": seq}
+    transaction.on_commit(lambda: write_anchor(**anchor, head=row.hash))
     return row
+
+
+# -- anchors outside the database ----------------------------------------------------------------
+
+
+def anchor_file() -> Path | None:
+    """The append-only file of signed anchors (`STALWART_AUDIT_ANCHOR_FILE`), or None when off."""
+    configured = getattr(settings, "STALWART_AUDIT_ANCHOR_FILE", None)
+    return Path(configured) if configured else None
+
+
+def _database() -> str:
+    """Which database the anchors are of, so that a file shared by two databases keeps apart."""
+    return f"{connection.vendor}:{connection.settings_dict['NAME']}"
+
+
+def _anchor_signature(database: str, organisation: int, length: int, head: str) -> str:
+    message = f"stalwart audit anchor\0{database}\0{organisation}\0{length}\0{head}".encode()
+    return hmac.new(audit_key(), message, hashlib.sha256).hexdigest()
+
+
+def write_anchor(*, organisation: int, slug: str, length: int, head: str) -> None:
+    """Append a signed anchor (the chain held `length` rows ending in `head`) once the row that
+    made it so has committed. A file that cannot be written loses an anchor, never a change."""
+    path = anchor_file()
+    if path is None:
+        return
+    database = _database()
+    line = json.dumps(
+        {
+            "database": database,
+            "organisation": organisation,
+            "slug": slug,
+            "length": length,
+            "head": head,
+            "signature": _anchor_signature(database, organisation, length, head),
+        },
+        sort_keys=True,
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as out:
+            fcntl.flock(out, fcntl.LOCK_EX)
+            out.write(line + "\n")
+    except OSError as exc:
+        log.warning("could not write the audit anchor to %s: %s", path, exc.strerror)
+
+
+def read_anchors() -> dict[int, dict[str, Any]]:
+    """The longest validly signed anchor of each organisation of this database, from the file."""
+    path = anchor_file()
+    if path is None or not path.exists():
+        return {}
+    database = _database()
+    best: dict[int, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                item = json.loads(line)
+                fields = (item["organisation"], item["length"], item["head"], item["signature"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            organisation, length, head, signature = fields
+            if item.get("database") != database or not isinstance(length, int):
+                continue
+            expected = _anchor_signature(database, organisation, length, str(head))
+            if not hmac.compare_digest(expected, str(signature)):
+                continue
+            if organisation not in best or length > best[organisation]["length"]:
+                best[organisation] = item
+    return best
+
+
+def anchor_break(organisation: Organisation, anchor: dict[str, Any]) -> ChainBreak | None:
+    """Whether the chain still holds the row an anchor from outside the database names."""
+    length, head = anchor["length"], anchor["head"]
+    row = AuditRow.objects.filter(organisation=organisation, seq=length).only("hash").first()
+    if row is None or not hmac.compare_digest(row.hash, head):
+        return ChainBreak(
+            organisation.slug,
+            length,
+            row.pk if row else None,
+            f"the anchor outside the database holds {length} rows ending in another head "
+            "(the chain was cut or rewritten, and its checkpoint with it)",
+        )
+    return None
+
+
+def missing_organisations(anchors: dict[int, dict[str, Any]]) -> list[ChainBreak]:
+    """Organisations the anchors know that the database no longer holds."""
+    present = set(Organisation.objects.filter(pk__in=list(anchors)).values_list("pk", flat=True))
+    return [
+        ChainBreak(
+            str(item.get("slug", organisation)),
+            1,
+            None,
+            f"the organisation is gone, and its anchor outside the database holds "
+            f"{item['length']} rows",
+        )
+        for organisation, item in sorted(anchors.items())
+        if organisation not in present
+    ]
 
 
 @dataclass(frozen=True)
@@ -209,9 +318,12 @@ class ChainBreak:
         return f"audit chain of `{self.organisation}` broken at seq {self.seq} ({where}): {self.problem}"
 
 
-def verify_chain(organisation: Organisation) -> ChainBreak | None:
+def verify_chain(
+    organisation: Organisation, anchors: dict[int, dict[str, Any]] | None = None
+) -> ChainBreak | None:
     """The first place where the organisation's chain does not hold, or None when all of it does:
-    every row's keyed hash and link, then the signed checkpoint against the chain's length and head.
+    every row's keyed hash and link, the signed checkpoint against the chain's length and head,
+    then the longest anchor outside the database (`anchors`, read from the file when not given).
     """
     key = audit_key()
     prev = GENESIS
@@ -239,7 +351,11 @@ def verify_chain(organisation: Organisation) -> ChainBreak | None:
         prev = row.hash
         last_id = row.pk
         expected_seq += 1
-    return _checkpoint_break(organisation, expected_seq - 1, prev, last_id, key)
+    problem = _checkpoint_break(organisation, expected_seq - 1, prev, last_id, key)
+    if problem is not None:
+        return problem
+    anchor = (read_anchors() if anchors is None else anchors).get(organisation.pk)
+    return anchor_break(organisation, anchor) if anchor is not None else None
 
 
 def _checkpoint_break(

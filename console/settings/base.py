@@ -183,6 +183,10 @@ LOGGING = {
 # The key of the audit chain's HMAC and of its signed checkpoints; never stored in the database.
 # Unset, it is derived from SECRET_KEY (console/audit.py).
 STALWART_AUDIT_KEY = os.environ.get("STALWART_AUDIT_KEY", "")
+# Signed anchors of every chain, appended outside the database as rows commit ("" switches off).
+STALWART_AUDIT_ANCHOR_FILE = os.environ.get(
+    "STALWART_AUDIT_ANCHOR_FILE", str(VAR_DIR / "audit-anchors.jsonl")
+)
 
 # How many outbox events a worker matches in one transaction.
 STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))

@@ -29,3 +29,6 @@ if os.environ.get("STALWART_DATABASE_NAME"):
     # A worker process started by the tests reads the test database by its real name.
     DATABASES["default"]["NAME"] = os.environ["STALWART_DATABASE_NAME"]
 STALWART_HEALTH_WORKER_TIMEOUT = 10.0
+# The test database is emptied between tests and a file is not: the anchor file is off, and the
+# tests of anchors name a file of their own.
+STALWART_AUDIT_ANCHOR_FILE = ""

@@ -4,6 +4,8 @@ every way of cutting, rewriting or extending the rows behind the ORM's back is n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -177,3 +179,74 @@ def test_a_plain_chain_edited_before_the_migration_is_not_blessed_by_it(chain):
     assert problem == "the plain chain breaks at seq 2: not re-keyed"
     assert not AuditCheckpoint.objects.filter(organisation_id=organisation_id).exists()
     assert "broken at seq 1" in _broken()
+
+
+# -- the anchors outside the database ----------------------------------------------------------
+
+
+@pytest.fixture
+def anchored(
+    settings, tmp_path, editor, organisation, actor_for, django_capture_on_commit_callbacks
+):
+    """A chain of three rows whose anchors were written to a file as each row committed, and the
+    checkpoint as it stood after the second row (what someone with database access kept)."""
+    settings.STALWART_AUDIT_ANCHOR_FILE = str(tmp_path / "audit-anchors.jsonl")
+    actor = actor_for(editor, organisation)
+    kept = None
+    for data in ({"language": "pt-BR"}, {"on_unread": "ask"}, {"taint_policy": "refuse"}):
+        with django_capture_on_commit_callbacks(execute=True):
+            services.settings_update(actor=actor, data=data)
+        if data.get("on_unread"):
+            kept = AuditCheckpoint.objects.values("length", "head", "signature", "at").get(
+                organisation=organisation
+            )
+    rows = list(AuditRow.objects.filter(organisation=organisation).order_by("seq"))
+    return rows, kept
+
+
+def test_the_anchor_file_holds_every_committed_head(anchored, capsys):
+    call_command("audit_verify")
+    assert "acme: 3 row(s), chain intact, checkpoint signed, anchored outside at seq 3" in (
+        capsys.readouterr().out
+    )
+
+
+def test_cutting_the_tail_and_restoring_an_old_checkpoint_is_caught_by_the_anchor(anchored):
+    rows, kept = anchored
+    _sql(f"DELETE FROM {ROWS} WHERE id = %s", [rows[2].pk])
+    _sql(
+        f"UPDATE {CHECKPOINTS} SET length = %s, head = %s, signature = %s WHERE organisation_id = %s",
+        [kept["length"], kept["head"], kept["signature"], rows[0].organisation_id],
+    )
+    assert "the anchor outside the database holds 3 rows" in _broken()
+
+
+def test_deleting_an_organisation_with_its_whole_chain_is_caught_by_the_anchor(anchored):
+    rows, _ = anchored
+    organisation_id = rows[0].organisation_id
+    for table in (
+        ROWS,
+        CHECKPOINTS,
+        "console_membership",
+        "console_organisationsettings",
+    ):
+        _sql(f"DELETE FROM {table} WHERE organisation_id = %s", [organisation_id])
+    _sql("DELETE FROM console_organisation WHERE id = %s", [organisation_id])
+    with pytest.raises(CommandError) as caught:
+        call_command("audit_verify")
+    assert "audit chain of `acme`" in str(caught.value)
+    assert "the organisation is gone" in str(caught.value)
+
+
+def test_an_anchor_written_without_the_key_is_ignored(anchored, settings):
+    rows, _ = anchored
+    forged = {
+        "database": audit._database(),
+        "organisation": rows[0].organisation_id,
+        "length": 9,
+        "head": "0" * 64,
+        "signature": "0" * 64,
+    }
+    with open(settings.STALWART_AUDIT_ANCHOR_FILE, "a") as out:
+        out.write(json.dumps(forged) + "\n")
+    assert audit.verify_chain(rows[0].organisation) is None
