@@ -228,6 +228,10 @@ CLEAR = (
 )
 
 
+#: An earlier call of the session, shown beside the request: its argument carries a GitHub token.
+LOOKED_UP = "4411 via ghp_R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb"
+
+
 @pytest.fixture
 def asked(organisation, editor, client_for, actor_for):
     """A tool-check approval whose call carries credentials, as the check puts it in the queue."""
@@ -237,7 +241,13 @@ def asked(organisation, editor, client_for, actor_for):
     from tests.guard_console.test_sessions_api import SHOP, _open
 
     desk = Agent.from_file(SHOP)
-    session_id = _open(client_for(editor), (desk.catalogue(), desk.rules().record))
+    client = client_for(editor)
+    session_id = _open(client, (desk.catalogue(), desk.rules().record))
+    ran = {"tool": "get_order", "arguments": {"order_id": LOOKED_UP}, "result": {"status": "paid"}}
+    recorded = client.post(
+        f"/v1/sessions/{session_id}/record", json.dumps(ran), content_type="application/json"
+    )
+    assert recorded.status_code == 200, recorded.content
     session = GuardSession.objects.get(public_id=session_id)
     call = {"tool": "refund_card", "arguments": dict(ASKED), "origins": {"amount": "model"}}
     shown = {name: {"value": value, "origin": "model"} for name, value in ASKED.items()}
@@ -282,3 +292,12 @@ def test_credentials_in_a_tool_check_approval_are_not_shown_by_the_approvals_api
         assert shown["header"] == "Bearer [redacted:bearer_token]"
         assert shown["note"] == "use [redacted:anthropic_key]"
         assert shown["reply_to"] == "[redacted:stalwart_key]"
+
+
+@pytest.mark.django_db
+def test_credentials_in_the_sessions_last_calls_are_not_shown_beside_an_approval(
+    asked, approver, client_for
+):
+    page = client_for(approver).get("/approvals/").content.decode()
+    assert "get_order" in page and "4411 via [redacted:github_token]" in page
+    assert "R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb" not in page
