@@ -199,8 +199,9 @@ def append(
     row.hash = _hash_of(row)
     row.save()
     _checkpoint(AuditCheckpoint, organisation.pk, seq, row.hash)
-    anchor = {"organisation": organisation.pk, "slug": organisation.slug, "length": seq}
-    transaction.on_commit(lambda: write_anchor(**anchor, head=row.hash))
+    if anchor_file() is not None:
+        anchor = {"organisation": organisation.pk, "slug": organisation.slug, "length": seq}
+        transaction.on_commit(lambda: write_anchor(**anchor, head=row.hash))
     return row
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import re2
 
+from firewall.engine.regexes import fast_search
+
 
 def _options() -> Any:
     options = re2.Options()
@@ -184,6 +186,8 @@ _COMPILED: dict[str, Any] = {item.name: re2.compile(item.pattern, _OPTIONS) for 
 _BY_NAME: dict[str, Recogniser] = {item.name: item for item in RECOGNISERS}
 _ANY = re2.compile("|".join(f"(?:{item.pattern})" for item in RECOGNISERS), _OPTIONS)
 _SHORTEST = min(item.min_length for item in RECOGNISERS)
+_FOUND = {name: fast_search(pattern) for name, pattern in _COMPILED.items()}
+_ANY_FOUND = fast_search(_ANY)
 
 
 def marker(label: str) -> str:
@@ -217,18 +221,18 @@ def recognise(text: str) -> list[str]:
     if len(text) < _SHORTEST:
         return []
     text = _text(text)
-    if _ANY.search(text) is None:
+    if not _ANY_FOUND(text):
         return []
     lowered = text.lower()
     found = []
     for item in RECOGNISERS:
         if not _could_hold(item, text, lowered):
             continue
-        compiled = _COMPILED[item.name]
-        if item.check is None:
-            if compiled.search(text) is not None:
-                found.append(item.name)
-        elif any(item.check(match.group(2)) for match in compiled.finditer(text)):
+        if not _FOUND[item.name](text):
+            continue
+        if item.check is None or any(
+            item.check(match.group(2)) for match in _COMPILED[item.name].finditer(text)
+        ):
             found.append(item.name)
     return found
 
@@ -244,14 +248,14 @@ def redact_text(
     if len(text) < _SHORTEST:
         return text, []
     text = _text(text)
-    if _ANY.search(text) is None:
+    if not _ANY_FOUND(text):
         return text, []
     lowered = text.lower()
     hits = []
     for item in RECOGNISERS:
         if names is not None and item.name not in names:
             continue
-        if not _could_hold(item, text, lowered):
+        if not _could_hold(item, text, lowered) or not _FOUND[item.name](text):
             continue
         cleaned = _COMPILED[item.name].sub(_replacement(item, label or item.name), text)
         if cleaned != text:
