@@ -359,6 +359,10 @@ def verify_chain(
     return anchor_break(organisation, anchor) if anchor is not None else None
 
 
+def _rows(first: int, last: int) -> str:
+    return f"row {first} is" if first == last else f"rows {first} to {last} are"
+
+
 def _checkpoint_break(
     organisation: Organisation, length: int, head: str, last_id: int | None, key: bytes
 ) -> ChainBreak | None:
@@ -383,7 +387,7 @@ def _checkpoint_break(
             organisation.slug,
             after,
             None,
-            f"rows {after} to {checkpoint.length} are missing (the signed checkpoint "
+            f"{_rows(after, checkpoint.length)} missing (the signed checkpoint "
             f"holds {checkpoint.length} rows)",
         )
     if checkpoint.length < length:

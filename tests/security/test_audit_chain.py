@@ -132,7 +132,7 @@ def test_moving_the_last_row_to_another_organisation_is_caught(
         f"UPDATE {ROWS} SET organisation_id = %s, seq = 2 WHERE id = %s",
         [other_organisation.pk, chain[2].pk],
     )
-    assert "rows 3 to 3 are missing" in _broken("acme")
+    assert "row 3 is missing" in _broken("acme")
     assert "broken at seq 2" in _broken("globex")
 
 
