@@ -213,7 +213,7 @@ class AuditRowQuerySet(models.QuerySet):
 
 
 class AuditRow(models.Model):
-    """One change, chained to the row before it in its organisation by a SHA-256 hash."""
+    """One change, chained to the row before it in its organisation by a keyed hash (HMAC-SHA256)."""
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="audit_rows"
@@ -245,6 +245,24 @@ class AuditRow(models.Model):
 
     def delete(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
         raise AppendOnlyError("audit rows are append-only: they cannot be deleted")
+
+
+class AuditCheckpoint(models.Model):
+    """The signed head of an organisation's audit chain: its length and its last row's hash.
+
+    It lives outside the rows, is rewritten with every row appended (in the row's transaction),
+    and is signed with the audit key, which the database does not hold: rows removed from the
+    tail, or added behind the chain's back, no longer agree with it, and it cannot be re-signed
+    without the key.
+    """
+
+    organisation = models.OneToOneField(
+        Organisation, on_delete=models.PROTECT, related_name="audit_checkpoint"
+    )
+    length = models.PositiveBigIntegerField()
+    head = models.CharField(max_length=64)
+    signature = models.CharField(max_length=64)
+    at = models.DateTimeField()
 
 
 class Decision(models.TextChoices):

@@ -67,6 +67,7 @@ def audit_record(
 def organisation_create(*, name: str, slug: str) -> Organisation:
     organisation = Organisation.objects.create(name=name, slug=slug)
     OrganisationSettings.objects.create(organisation=organisation)
+    audit.anchor_new_organisation(organisation)
     return organisation
 
 

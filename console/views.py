@@ -269,6 +269,18 @@ EXPORT_FIELDS = (
 )
 
 
+#: What a spreadsheet reads as the start of a formula (OWASP's list): a cell that begins with one
+#: is written with a leading `'`, so the spreadsheet shows the text instead of running it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def spreadsheet_cell(value: object) -> object:
+    """A CSV cell a spreadsheet shows as text: one that would start a formula gets a `'` first."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _export_rows(actor, filters):  # noqa: ANN001, ANN202
     events = selectors.event_list(organisation=actor.organisation, filters=filters)
     for event in events[:EXPORT_LIMIT].iterator():
@@ -309,7 +321,7 @@ def events_export(request: HttpRequest, fmt: str) -> HttpResponse:
         for row in _export_rows(actor, filters):
             row["reasons"] = "; ".join(row["reasons"])
             row["detail"] = json.dumps(row["detail"], sort_keys=True)
-            writer.writerow(row)
+            writer.writerow({name: spreadsheet_cell(value) for name, value in row.items()})
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="events-{stamp}.{fmt}"'
     return response

@@ -99,12 +99,13 @@ def firewall_request_create(
 
 def shown_arguments(request: ApprovalRequest) -> dict[str, Any]:
     """The call's arguments as people see them: the check's view hides those marked secret, and
-    anything that looks like a credential is redacted."""
+    every value (from the check's view or the call) has its credentials redacted, so an approver
+    sees the amount and the order and sees a key only as `[redacted:<shape>]`."""
     from console.redaction import redact
 
     shown = (request.detail or {}).get("arguments") or {}
     return {
-        name: shown[name]["value"]
+        name: redact({name: shown[name]["value"]})[name]
         if isinstance(shown.get(name), dict) and "value" in shown[name]
         else redact({name: value})[name]
         for name, value in (request.call.get("arguments") or {}).items()
@@ -115,6 +116,22 @@ def _username(user_id: int | None) -> str | None:
     if user_id is None:
         return None
     return get_user_model().objects.filter(pk=user_id).values_list("username", flat=True).first()
+
+
+def shown_history(request: ApprovalRequest, *, last: int = 5) -> list[dict[str, Any]]:
+    """The session's last calls as people see them beside a request, redacted like its arguments."""
+    from console.redaction import redact
+
+    history = request.session.history if request.session else {}
+    entries = (history.get("entries", []) if isinstance(history, dict) else [])[-last:]
+    return [
+        {
+            "index": entry.get("index"),
+            "tool": entry.get("content", {}).get("tool"),
+            "arguments": redact(entry.get("content", {}).get("arguments")),
+        }
+        for entry in entries
+    ]
 
 
 def _own(actor: Actor, request: ApprovalRequest) -> bool:

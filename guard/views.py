@@ -23,7 +23,6 @@ ORIGINS = {
 
 def _card(request: ApprovalRequest) -> dict:
     arguments = approvals.shown_arguments(request)
-    entries = (request.session.history.get("entries", []) if request.session else [])[-5:]
     return {
         "request": request,
         "arguments": [
@@ -35,14 +34,7 @@ def _card(request: ApprovalRequest) -> dict:
             }
             for name, value in sorted(arguments.items())
         ],
-        "history": [
-            {
-                "index": e.get("index"),
-                "tool": e.get("content", {}).get("tool"),
-                "arguments": e.get("content", {}).get("arguments"),
-            }
-            for e in entries
-        ],
+        "history": approvals.shown_history(request),
         "summary": ", ".join(
             f"{k} = {json.dumps(v, ensure_ascii=False, default=str)}"
             for k, v in sorted(arguments.items())

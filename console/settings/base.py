@@ -168,9 +168,25 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Every record passes through the credential table before it is written (web and workers).
+    "filters": {"redact_secrets": {"()": "console.logfilters.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("STALWART_LOG_LEVEL", "INFO")},
+    # Django's own handlers (its debug console, runserver's request lines) write without the
+    # filter: its loggers write through the one above instead.
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }
+
+# The key of the audit chain's HMAC and of its signed checkpoints; never stored in the database.
+# Unset, it is derived from SECRET_KEY (console/audit.py).
+STALWART_AUDIT_KEY = os.environ.get("STALWART_AUDIT_KEY", "")
+# Signed anchors of every chain, appended outside the database as rows commit ("" switches off).
+STALWART_AUDIT_ANCHOR_FILE = os.environ.get(
+    "STALWART_AUDIT_ANCHOR_FILE", str(VAR_DIR / "audit-anchors.jsonl")
+)
 
 # How many outbox events a worker matches in one transaction.
 STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))

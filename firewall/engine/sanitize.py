@@ -5,12 +5,12 @@ booleans untouched) has its matching substrings replaced by `[redacted:<preset>]
 `[redacted:custom]` for a custom pattern. Presets run in a fixed order, the most specific
 first, whatever order a rule lists them in, then custom patterns in the rule's order:
 
-- `aws_access_key`: `AKIA`/`ASIA`/... followed by 16 upper-case letters or digits;
-- `aws_secret_key`: 40 base64 characters assigned to a key named like `aws_secret_access_key`
-  or `secret_key` (the name is kept, the value redacted; a bare 40-character string is not
-  redacted, it cannot be told apart from any other token);
-- `anthropic_key`: `sk-ant-...`; `openai_key`: `sk-...`, `sk-proj-...` (20 characters or more);
-- `bearer_token`: the token after `Bearer ` (16 characters or more; the word is kept);
+- `aws_access_key`, `aws_secret_key`, `anthropic_key`, `openai_key`, `bearer_token`: the
+  recognisers of those names in the one table of credential shapes (`credentials.py`, which
+  the console's redaction and the proof's code checks read too);
+- `credentials`: every recogniser of that table (GitHub and Slack tokens, JWTs, `Basic`
+  values, passwords and tokens in addresses, PEM private keys, Stalwart keys, and the five
+  above), each match marked `[redacted:credentials]`;
 - `credit_card`: runs of 13 to 19 digits, optionally split by spaces or dashes, that pass the
   Luhn check (a run that fails it stays as it is);
 - `ssn_us`: `AAA-GG-SSSS` (or with spaces) with a valid area (not 000, 666 or 9xx), group
@@ -18,8 +18,9 @@ first, whatever order a rule lists them in, then custom patterns in the rule's o
 - `email`: `local@domain.tld`.
 
 Arguments with nothing to redact come back as they are (the same object). In arguments that
-are rewritten, lone surrogates (which UTF-8, and so RE2, cannot carry) become `?`. Arguments nested deeper than `MAX_SANITIZE_DEPTH` cannot be
-cleaned: the decision then refuses the call rather than pass it on uncleaned.
+are rewritten, lone surrogates (which UTF-8, and so RE2, cannot carry) become `?`. Arguments
+nested deeper than `MAX_SANITIZE_DEPTH` cannot be cleaned: the decision then refuses the call
+rather than pass it on uncleaned.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from firewall.engine import credentials
 from firewall.engine.errors import FirewallError, OperandInvalid
 from firewall.engine.regexes import compile_re2, fast_search
 from firewall.engine.values import utf8_safe
@@ -35,6 +37,9 @@ from firewall.engine.vocabulary import SANITIZE_FIELDS
 
 #: Arguments nested deeper than this cannot be sanitized (the call is refused instead).
 MAX_SANITIZE_DEPTH = 200
+
+#: One redaction, ready to run: (label, clean, shortest match, hint, search).
+_Step = tuple[str, Callable[[str], str], int, Callable[[str], bool] | None, Callable[[str], bool]]
 
 
 def _marker(label: str) -> str:
@@ -74,20 +79,6 @@ def _ssn(match: Any) -> str:
     return _marker("ssn_us") if valid else match.group(0)
 
 
-def _keep_first(label: str) -> Callable[[Any], str]:
-    def replace(match: Any) -> str:
-        return match.group(1) + _marker(label)
-
-    return replace
-
-
-def _keep_around(label: str) -> Callable[[Any], str]:
-    def replace(match: Any) -> str:
-        return match.group(1) + _marker(label) + match.group(3)
-
-    return replace
-
-
 def _whole(label: str) -> Callable[[Any], str]:
     marker = _marker(label)
 
@@ -97,59 +88,50 @@ def _whole(label: str) -> Callable[[Any], str]:
     return replace
 
 
-_PRESET_TABLE: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+#: The presets that come from the table of credential recognisers (`credentials.py`); the spec
+#: names five of them, and `credentials` stands for every shape of the table.
+_CREDENTIAL_PRESETS = (
+    "aws_access_key",
+    "aws_secret_key",
+    "anthropic_key",
+    "openai_key",
+    "bearer_token",
+)
+_CREDENTIALS = "credentials"
+
+#: The other presets: personal data, with checks no credential has (Luhn, valid SSN parts).
+_PII_TABLE: tuple[tuple[str, str, Callable[[Any], str], int, Callable[[str], bool]], ...] = (
     (
-        "aws_access_key",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}\b",
-        _whole("aws_access_key"),
+        "credit_card",
+        r"\b[0-9](?:[ -]?[0-9]){12,18}\b",
+        _card,
+        13,
+        lambda text: _digits(text) >= 13,
     ),
     (
-        "aws_secret_key",
-        r"(?i)((?:aws[_. -]?)?secret[_. -]?(?:access[_. -]?)?key[\"']?\s*(?:=>|[:=])\s*[\"']?)"
-        r"([a-z0-9/+]{40})([^a-z0-9/+=]|$)",
-        _keep_around("aws_secret_key"),
+        "ssn_us",
+        r"\b([0-9]{3})([- ])([0-9]{2})([- ])([0-9]{4})\b",
+        _ssn,
+        11,
+        lambda text: _digits(text) >= 9,
     ),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", _whole("anthropic_key")),
-    (
-        "openai_key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
-        _whole("openai_key"),
-    ),
-    (
-        "bearer_token",
-        r"(?i)\b(bearer\s+)[a-z0-9._~+/-]{16,}=*",
-        _keep_first("bearer_token"),
-    ),
-    ("credit_card", r"\b[0-9](?:[ -]?[0-9]){12,18}\b", _card),
-    ("ssn_us", r"\b([0-9]{3})([- ])([0-9]{2})([- ])([0-9]{4})\b", _ssn),
     (
         "email",
         r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
         _whole("email"),
+        6,
+        lambda text: "@" in text,
     ),
 )
 
 #: The preset names, in the order they are applied.
-SANITIZE_PRESETS: tuple[str, ...] = tuple(name for name, _, _ in _PRESET_TABLE)
-
-_DIGITS = "0123456789"
-_ACCESS_KEY_PREFIXES = (
-    "AKIA",
-    "ASIA",
-    "ABIA",
-    "ACCA",
-    "AGPA",
-    "AIDA",
-    "AIPA",
-    "ANPA",
-    "ANVA",
-    "AROA",
-    "APKA",
-    "ASCA",
+SANITIZE_PRESETS: tuple[str, ...] = (
+    *_CREDENTIAL_PRESETS,
+    _CREDENTIALS,
+    *(name for name, *_ in _PII_TABLE),
 )
 
-
-_DIGIT_BYTES = _DIGITS.encode()
+_DIGIT_BYTES = b"0123456789"
 
 
 def _digits(text: str) -> int:
@@ -157,34 +139,36 @@ def _digits(text: str) -> int:
     return len(data) - len(data.translate(None, _DIGIT_BYTES))
 
 
-#: Cheap necessary conditions: a string that fails one cannot hold a match of the preset, so
-#: RE2 is not asked. They only save time; every redaction is still RE2's.
-_HINTS: dict[str, Callable[[str], bool]] = {
-    "aws_access_key": lambda text: any(prefix in text for prefix in _ACCESS_KEY_PREFIXES),
-    "aws_secret_key": lambda text: "secret" in text.lower(),
-    "anthropic_key": lambda text: "sk-ant-" in text,
-    "openai_key": lambda text: "sk-" in text,
-    "bearer_token": lambda text: "bearer" in text.lower(),
-    "credit_card": lambda text: _digits(text) >= 13,
-    "ssn_us": lambda text: _digits(text) >= 9,
-    "email": lambda text: "@" in text,
+_PII_COMPILED: dict[str, Any] = {
+    label: compile_re2(pattern, label) for label, pattern, *_ in _PII_TABLE
 }
 
-#: The shortest string each preset can match: shorter strings are skipped outright.
-_MIN_LENGTH: dict[str, int] = {
-    "aws_access_key": 20,
-    "aws_secret_key": 40,
-    "anthropic_key": 27,
-    "openai_key": 23,
-    "bearer_token": 23,
-    "credit_card": 13,
-    "ssn_us": 11,
-    "email": 6,
-}
 
-_PRESETS: dict[str, tuple[Any, Callable[[Any], str]]] = {
-    name: (compile_re2(pattern, name), replace) for name, pattern, replace in _PRESET_TABLE
-}
+def _credential_step(name: str) -> _Step:
+    """One step over the credential table: one recogniser, or (`credentials`) all of them."""
+    only = None if name == _CREDENTIALS else name
+    names = None if only is None else (only,)
+
+    def clean(text: str) -> str:
+        return credentials.redact_text(text, names=names, label=name)[0]
+
+    return (
+        name,
+        clean,
+        credentials.shortest(only),
+        lambda text: credentials.could_hold(only, text),
+        fast_search(credentials.compiled(only)),
+    )
+
+
+def _pattern_step(
+    label: str, pattern: Any, replace: Callable[[Any], str], least: int, hint: Any
+) -> _Step:
+    def clean(text: str) -> str:
+        return pattern.sub(replace, text)
+
+    return (label, clean, least, hint, fast_search(pattern))
+
 
 #: Longest custom pattern the validator accepts.
 MAX_PATTERN_LENGTH = 1000
@@ -226,7 +210,7 @@ def sanitizer_problems(spec: object) -> list[tuple[str, str]]:
             for index, name in enumerate(presets):
                 if not isinstance(name, str):
                     problems.append((f"presets[{index}]", "must be a string"))
-                elif name not in _PRESETS:
+                elif name not in SANITIZE_PRESETS:
                     problems.append(
                         (
                             f"presets[{index}]",
@@ -249,18 +233,13 @@ def sanitizer_problems(spec: object) -> list[tuple[str, str]]:
     return problems
 
 
-_Step = tuple[
-    str, Any, Callable[[Any], str], int, Callable[[str], bool] | None, Callable[[str], bool]
-]
-
-
 @dataclass(frozen=True, slots=True)
 class Sanitizer:
     """The redactions of one rule, ready to run.
 
-    Each step is (label, pattern, replacement, shortest match, hint, search): a string shorter
-    than the shortest match, or failing the hint, or in which RE2 finds nothing, is left
-    without calling the slower substitution.
+    Each step is (label, clean, shortest match, hint, search): a string shorter than the
+    shortest match, or failing the hint, or in which RE2 finds nothing, is left without calling
+    the slower substitution.
     """
 
     steps: tuple[_Step, ...]
@@ -292,7 +271,7 @@ class Sanitizer:
                 if size < shortest:
                     continue
                 text = value if value.isascii() else utf8_safe(value)
-                for _, _, _, least, hint, search in steps:
+                for _, _, least, hint, search in steps:
                     if size >= least and (hint is None or hint(text)) and search(text):
                         return True
             elif isinstance(value, dict):
@@ -322,10 +301,10 @@ class Sanitizer:
         if not text.isascii():
             text = utf8_safe(text)
         size = len(text)
-        for label, pattern, replace, shortest, hint, search in self.steps:
+        for label, clean, shortest, hint, search in self.steps:
             if size < shortest or (hint is not None and not hint(text)) or not search(text):
                 continue
-            cleaned = pattern.sub(replace, text)
+            cleaned = clean(text)
             if cleaned != text:
                 hits.add(label)
                 text = cleaned
@@ -342,12 +321,15 @@ def build_sanitizer(spec: object) -> Sanitizer:
     wanted = set(spec.get("presets") or [])
     steps: list[_Step] = []
     for name in SANITIZE_PRESETS:
-        if name in wanted:
-            pattern, replace = _PRESETS[name]
-            hint = _HINTS[name]
-            steps.append((name, pattern, replace, _MIN_LENGTH[name], hint, fast_search(pattern)))
+        if name not in wanted:
+            continue
+        if name in _CREDENTIAL_PRESETS or name == _CREDENTIALS:
+            steps.append(_credential_step(name))
+    for label, _pattern, replace, least, hint in _PII_TABLE:
+        if label in wanted:
+            steps.append(_pattern_step(label, _PII_COMPILED[label], replace, least, hint))
     custom = _whole("custom")
     for index, pattern_text in enumerate(spec.get("patterns") or []):
         pattern = compile_pattern(pattern_text, f"patterns[{index}]")
-        steps.append(("custom", pattern, custom, 1, None, fast_search(pattern)))
-    return Sanitizer(tuple(steps), min((step[3] for step in steps), default=1))
+        steps.append(_pattern_step("custom", pattern, custom, 1, None))
+    return Sanitizer(tuple(steps), min((step[2] for step in steps), default=1))

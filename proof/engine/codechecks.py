@@ -5,7 +5,10 @@ that code for a handful of problems only, each with a stable id:
 
     CC001  a secret written into the code: a name or key that says password / secret / token /
            api key / private key bound to a text, or a text shaped like a known credential
-           (AWS, GitHub, Slack, OpenAI-style keys, a PEM private key)
+           (any shape of the one credential table, `firewall/engine/credentials.py`, that the
+           console's redaction and the sanitize presets read too: AWS, GitHub, Slack,
+           OpenAI-style and Anthropic keys, JWTs, `Bearer`/`Basic` values, tokens in an
+           address's query, a PEM private key)
     CC002  `verify=False` (TLS verification switched off) in a call
     CC003  a plain `http://` address of a host that is not this machine
     CC004  `shell=True` in a call (a shell reads the command)
@@ -25,10 +28,11 @@ import ast
 import hashlib
 import ipaddress
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from firewall.engine.credentials import recognise, secret_name
 
 from .errors import SourceUnreadable
 from .pysource import parse_module
@@ -41,19 +45,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("CC005", "TLS weakened (an unverified context, `CERT_NONE`, `check_hostname = False`)"),
     ("CC006", "a password written into an address"),
 )
-SECRET_NAME = re.compile(
-    r"(?:^|_)(password|passwd|pwd|secret|token|api_?key|apikey|private_?key|access_?key|"
-    r"client_?secret|auth_?key|credentials?)$",
-    re.IGNORECASE,
-)
-CREDENTIAL_SHAPES = (
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),
-    re.compile(r"-----BEGIN (?:RSA |EC |OPENSSH |DSA )?PRIVATE KEY-----"),
-)
-URL_WITH_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@[^/\s]+", re.IGNORECASE)
+#: The address recogniser is CC006's; every other shape of the credential table is CC001's.
+ADDRESS_PASSWORD = "url_password"
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 #: Values that are obviously not secrets (placeholders, environment lookups spelled as text).
 PLACEHOLDERS = frozenset({"", "changeme", "xxx", "***", "<secret>", "none", "null"})
@@ -100,11 +93,10 @@ def _local(host: str) -> bool:
 
 def _text_findings(path: str, text: str, line: int) -> list[CodeFinding]:
     out = []
-    for shape in CREDENTIAL_SHAPES:
-        if shape.search(text):
-            out.append(CodeFinding(path, line, "CC001", "a text shaped like a credential"))
-            break
-    if URL_WITH_PASSWORD.search(text):
+    shapes = recognise(text)
+    if any(shape != ADDRESS_PASSWORD for shape in shapes):
+        out.append(CodeFinding(path, line, "CC001", "a text shaped like a credential"))
+    if ADDRESS_PASSWORD in shapes:
         out.append(CodeFinding(path, line, "CC006", "an address with a password in it"))
     return out
 
@@ -149,7 +141,7 @@ def check_python(path: str, text: str) -> list[CodeFinding]:
             value = node.value
             for target in targets:
                 name = _name_of(target)
-                if name and SECRET_NAME.search(name) and value is not None and _secret_value(value):
+                if name and secret_name(name) and value is not None and _secret_value(value):
                     out.append(CodeFinding(path, line, "CC001", f"`{name}` is written in the code"))
                 if (
                     isinstance(target, ast.Attribute)
@@ -161,7 +153,7 @@ def check_python(path: str, text: str) -> list[CodeFinding]:
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 name = _name_of(key) if key is not None else None
-                if name and SECRET_NAME.search(name) and _secret_value(value):
+                if name and secret_name(name) and _secret_value(value):
                     out.append(
                         CodeFinding(path, line, "CC001", f"the key `{name}` holds a written secret")
                     )
@@ -174,7 +166,7 @@ def check_python(path: str, text: str) -> list[CodeFinding]:
                     out.append(CodeFinding(path, line, "CC002", "`verify=False` in a call"))
                 if keyword.arg == "shell" and constant.value is True:
                     out.append(CodeFinding(path, line, "CC004", "`shell=True` in a call"))
-                if keyword.arg and SECRET_NAME.search(keyword.arg) and _secret_value(constant):
+                if keyword.arg and secret_name(keyword.arg) and _secret_value(constant):
                     out.append(
                         CodeFinding(
                             path, line, "CC001", f"`{keyword.arg}=` is given a written secret"

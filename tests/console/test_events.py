@@ -39,8 +39,8 @@ def test_secrets_are_redacted_before_an_event_is_written(organisation):
     )
     stored = Event.objects.get(pk=event.pk).detail["arguments"]
     assert stored["password"] == REDACTED
-    assert stored["note"] == REDACTED
-    assert stored["nested"] == [{"api_key": REDACTED}, REDACTED]
+    assert stored["note"] == "Bearer [redacted:bearer_token]"
+    assert stored["nested"] == [{"api_key": REDACTED}, "[redacted:anthropic_key]"]
     assert stored["card"] == REDACTED
     assert "hunter2" not in str(Event.objects.get(pk=event.pk).__dict__)
 

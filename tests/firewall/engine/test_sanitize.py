@@ -132,8 +132,10 @@ def test_sanitizer_problems(spec: Any, field: str, fragment: str) -> None:
     assert any(f == field and fragment in m for f, m in problems), problems
 
 
-def test_the_preset_library_is_the_specified_one() -> None:
+def test_the_preset_library_is_the_specified_one_and_every_credential() -> None:
+    """The specification's eight presets, and `credentials` (every shape of the one table)."""
     assert set(SANITIZE_PRESETS) == {
+        "credentials",
         "aws_access_key",
         "aws_secret_key",
         "openai_key",
