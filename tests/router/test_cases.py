@@ -4,7 +4,8 @@ Reported per language: the share of exact plans (asserted at 97% or more), and a
 share on the held-out sets alone (`heldout*.yaml`: turns written before the router was run on
 them), asserted at the level measured when they were last scored. Asserted without any
 tolerance: no write is planned -- not as a confirm, not as the call a chain or an ask completes --
-from a turn that is out of domain, foreign, European Portuguese or ambiguous.
+from a turn that is out of domain, foreign, European Portuguese, ambiguous, negated or double
+(two requests, or two values for one argument).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ THRESHOLD = 0.97
 # the one English miss paraphrases a rulebook intent, which is matched word for word by design;
 # the pt-BR miss reads "mensagem de cliente" as a message, not as the inbox.
 HELDOUT_FLOOR = {"en": 0.993, "pt-BR": 0.993}
-GUARDED = frozenset({"ood", "foreign", "pt_pt", "ambiguous"})
+GUARDED = frozenset({"ood", "foreign", "pt_pt", "ambiguous", "negated", "double"})
 LANGUAGES = ("en", "pt-BR")
 
 
