@@ -84,6 +84,12 @@ TAGS = "or_not or_no yes_or_no"
 # Words that point back at an earlier request: the turn does not say what to do by itself.
 REFER = "same same_thing the_same ditto likewise"
 SEPARATORS = "then and also plus"
+# Words that ask for the whole of an amount: only with one of them is a write's amount taken from
+# a read's result ("refund the full amount of order 4411"); else it is asked for.
+WHOLE = """
+full whole entire in_full full_amount whole_amount total_amount order_total full_refund
+total_refund the_whole_amount everything
+"""
 HEAD_NEGATIONS = ""
 MARK_VERBS = ""
 MARK_WORDS = ""

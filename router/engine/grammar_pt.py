@@ -103,6 +103,12 @@ ID_NOUNS = {"os": "order"}
 MARK_VERBS = "marque marca marcar marquem deixe deixa deixar coloque coloca colocar"
 MARK_WORDS = "como"
 SEPARATORS = "e depois entao então tambem também"
+# Words that ask for the whole of an amount: only with one of them is a write's amount taken from
+# a read's result ("estorne o valor total do pedido 4411"); else it is asked for.
+WHOLE = """
+integral inteiro inteira completo completa valor_total valor_integral valor_cheio total_do_pedido
+estorno_total estorno_integral estorno_completo tudo todo_o_valor o_valor_todo
+"""
 AUXILIARIES = ""
 
 DATES = {

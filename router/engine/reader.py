@@ -111,6 +111,7 @@ class Reading:
     content: int = 0
     state_question: bool = False
     too_long: bool = False
+    whole: bool = False
 
     @property
     def empty(self) -> bool:
@@ -144,8 +145,10 @@ class Reader:
         mark_words: frozenset[str] = frozenset(),
         head_negations: frozenset[str] = frozenset(),
         clause_markers: tuple[tuple[str, str, str], ...] = (),
+        whole: frozenset[str] = frozenset(),
     ) -> None:
         self.lexicon = lexicon
+        self.whole = whole
         self.grammar = grammar
         self.capture = capture
         self.tool_names = tool_names
@@ -209,6 +212,7 @@ class Reader:
             mark_words=self.mark_words,
             head_negations=self.head_negations,
             clause_markers=self.clause_markers,
+            whole=self.whole,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -395,6 +399,8 @@ class Reader:
                 continue
             word = item
             self._lookup(word, reading)
+            if word.norm in self.whole:
+                reading.whole = True
             role = word.role
             following = items[index + 1] if index + 1 < len(items) else None
             if word.norm in self.separators:
