@@ -46,6 +46,34 @@ say says said because cause bc through thru copy copies
 quick_question just_wondering wondering curious btw by_the_way newest most_recent recently
 working_on work_on works_on in_charge_of responsible_for
 """
+# Everyday words around a request -- greetings, thanks, sign-offs, apologies, filler -- read as
+# what they are: nothing. Phrases, so that a word of them alone ("nice", "well", "bother") stays
+# unknown. An organisation's own words go in its vocabulary file (see `vocabulary`).
+COURTESY = """
+good_morning good_afternoon good_evening good_night good_day gm hi_there hello_there hey_there
+hiya howdy greetings hi_team hello_team hey_team hi_all hello_all hey_all
+hope_you're_well hope_you_are_well hope_you're_doing_well hope_you_are_doing_well
+hope_all_is_well hope_this_finds_you_well hope_you're_having_a_good_day hope_your_day_is_going_well
+how_are_you how_are_u how_r_u how's_it_going how_is_it_going how_are_things how_are_you_doing
+sorry sorry_to_bother_you sorry_to_bother sorry_for_the_trouble sorry_to_ask apologies
+excuse_me pardon_me
+in_advance thanks_in_advance thank_you_in_advance thx_in_advance many_thanks thanks_so_much
+thank_you_so_much thank_you_very_much thanks_very_much thanks_again much_appreciated
+appreciate_it i_appreciate_it i'd_appreciate_it appreciated
+have_a_nice_day have_a_good_day have_a_great_day have_a_good_one have_a_nice_one
+regards best_regards kind_regards warm_regards best_wishes all_the_best take_care
+great awesome perfect cool lovely wonderful brilliant
+when_you_get_a_chance when_you_can when_you_have_a_moment if_you_can if_possible
+at_your_convenience no_rush no_hurry quick_favor quick_favour a_favor a_favour do_me_a_favor
+changed_their_mind changed_his_mind changed_her_mind changed_my_mind change_of_mind
+back_to send_back sent_back email_back
+"""
+# Greetings that are nothing only before the request starts ("morning! show order 4411"); later
+# in a turn they may say when ("orders from this morning") and are not read.
+HEAD_COURTESY = "morning afternoon evening"
+# A light verb with a particle later in the request that makes it an action: "give the customer
+# $20 back" refunds. verb forms: (particle words, the action).
+PARTICLE_VERBS = {"give gives giving": ("back", "refund")}
 DETERMINERS = "the a an this that these those my our your his her their its some any each every"
 MODALS = """
 please pls plz kindly can could would will you u i we need needs want wants wanna
@@ -243,7 +271,9 @@ FREE_TEXT_MARKERS = {
     "with_the_message with_message reading should_say should_read that_reads",
     "note": "with_the_note with_note with_a_note note: notes: with_the_comment with_comment "
     "comment: noting",
-    "reason": "because cause bc with_the_reason with_reason reason: reason_being",
+    "reason": "because cause bc with_the_reason with_reason reason: reason_being "
+    "the_customer_says customer_says the_customer_said customer_said the_client_says client_says "
+    "the_client_said client_said the_customer_claims customer_claims they_say they_said",
 }
 
 
@@ -301,6 +331,8 @@ def build() -> Lexicon:
     lex = Lexicon(LANGUAGE)
     put = lex.put
     for word in items(FUNCTION):
+        put(word, Entry("function"))
+    for word in items(COURTESY):
         put(word, Entry("function"))
     for word in items(DETERMINERS):
         put(word, Entry("determiner"), force=True)

@@ -55,6 +55,25 @@ foram foi sido sendo estava estavam ficou ficaram teve tiveram tem tenho fez fiz
 cadê cade kd quem recente recentes mais_recentes novos novas dúvida duvida uma_dúvida uma_duvida
 pergunta_rápida pergunta_rapida cuidando cuida
 """
+# Palavras do dia a dia em volta de um pedido -- saudações, agradecimentos, despedidas, desculpas,
+# enchimento -- lidas como o que são: nada. An organisation's own words go in its vocabulary file.
+COURTESY = """
+com_licença com_licenca licença licenca desculpa desculpe desculpa_incomodar desculpe_incomodar
+desculpa_o_incômodo desculpa_o_incomodo desculpe_o_incômodo desculpe_o_incomodo foi_mal
+abraço abraco abraços abracos abs att atenciosamente grande_abraço grande_abraco um_abraço
+um_abraco
+desde_já_agradeço desde_ja_agradeco desde_já_obrigado desde_ja_obrigado agradeço agradeco
+agradecido agradecida obrigadão obrigadao muito_obrigado muito_obrigada
+gente oi_gente olá_gente ola_gente td_bem tdb tudo_certo tudo_tranquilo tranquilo suave
+ótimo otimo perfeito show_de_bola legal joia jóia
+quando_puder se_puder se_possível se_possivel sem_pressa
+tenha_um_bom_dia bom_trabalho bom_fim_de_semana
+de_volta
+"""
+HEAD_COURTESY = ""
+# A light verb with a particle later in the request that makes it an action: "passa R$ 35 no
+# cartão" charges (and "me passa o pedido" still shows it). verb forms: (particle words, action).
+PARTICLE_VERBS = {"passa passe passar passem passando": ("no cartao", "charge")}
 DETERMINERS = """
 o a os as um uma uns umas do da dos das no na nos nas meu minha meus minhas seu sua seus suas
 esse essa este esta nosso nossa pelo pela ao
@@ -192,7 +211,7 @@ MARKED = {"closed": "close", "paid": "pay", "cancelled": "cancel", "refunded": "
           "sent": "send", "charged": "charge"}  # fmt: skip
 NOMINAL = {
     "refund": "estorno estornos devolução devolucao devoluções devolucoes ressarcimento "
-    "estorno_total estorno_integral estorno_completo",
+    "estorno_total estorno_integral estorno_completo dinheiro_de_volta grana_de_volta",
     "charge": "cobrança cobranca cobranças cobrancas débito debito",
     "close": "fechamento encerramento finalização finalizacao conclusão conclusao baixa",
     "request": "solicitação solicitacao solicitações solicitacoes requisição requisicao",
@@ -285,7 +304,11 @@ FREE_TEXT_MARKERS = {
     "com_observação com_a_obs com_obs nota: obs: observacao: observação: anotando "
     "com_o_comentario com_o_comentário comentario: comentário:",
     "reason": "porque pois por_causa_de por_conta_de com_o_motivo com_motivo motivo: "
-    "justificativa: ja_que já_que visto_que pq pq. porq",
+    "justificativa: ja_que já_que visto_que pq pq. porq "
+    "o_cliente_disse_que cliente_disse_que o_cliente_falou_que cliente_falou_que "
+    "o_cliente_diz_que cliente_diz_que a_cliente_disse_que a_cliente_falou_que "
+    "a_cliente_diz_que segundo_o_cliente segundo_a_cliente o_cliente_desistiu "
+    "a_cliente_desistiu cliente_desistiu o_cliente_reclamou_que a_cliente_reclamou_que",
 }
 
 
@@ -338,6 +361,8 @@ def build() -> Lexicon:
     lex = Lexicon(LANGUAGE)
     put = lex.put
     for word in items(FUNCTION):
+        put(word, Entry("function"))
+    for word in items(COURTESY):
         put(word, Entry("function"))
     for word in items(DETERMINERS):
         put(word, Entry("determiner"), force=True)

@@ -40,7 +40,18 @@ from dataclasses import dataclass, field
 
 from .lexicon import Entry, Lexicon
 from .text import WORD, TypoIndex, fold
-from .values import DATE, TEXT, Problem, Value, ValueGrammar, find_quoted, find_values, resolve_day
+from .values import (
+    DATE,
+    ID,
+    NUMBER,
+    TEXT,
+    Problem,
+    Value,
+    ValueGrammar,
+    find_quoted,
+    find_values,
+    resolve_day,
+)
 from .values import WORD as WORD_VALUE
 
 # A turn longer than this is not read at all (it is unread): nobody types a request this long, and
@@ -146,9 +157,13 @@ class Reader:
         head_negations: frozenset[str] = frozenset(),
         clause_markers: tuple[tuple[str, str, str], ...] = (),
         whole: frozenset[str] = frozenset(),
+        head_courtesy: frozenset[str] = frozenset(),
+        particles: Mapping[str, tuple[tuple[str, ...], str]] | None = None,
     ) -> None:
         self.lexicon = lexicon
         self.whole = whole
+        self.head_courtesy = head_courtesy
+        self.particles = dict(particles or {})
         self.grammar = grammar
         self.capture = capture
         self.tool_names = tool_names
@@ -213,6 +228,8 @@ class Reader:
             head_negations=self.head_negations,
             clause_markers=self.clause_markers,
             whole=self.whole,
+            head_courtesy=self.head_courtesy,
+            particles=self.particles,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -287,6 +304,8 @@ class Reader:
         words = self._words(turn, current)
         items: list[Word | Value] = sorted([*words, *tools, *values], key=lambda item: item.start)
         items = self._phrases(items)
+        if self.particles:
+            self._particle_verbs(items)
         self._settle(items, reading, today)
         if self.mark_verbs and any(word.norm in self.mark_verbs for word in reading.verbs):
             self._marks(items, reading)
@@ -349,7 +368,37 @@ class Reader:
             i += 1
         return out
 
-    def _lookup(self, word: Word, reading: Reading) -> None:
+    def _particle_verbs(self, items: list[Word | Value]) -> None:
+        """A light verb whose particle comes later in the same request ("give the customer $20
+        back", "passa R$ 35 no cartão") is that action; a particle the lexicon does not know
+        otherwise ("back") is then read as nothing."""
+        for index, item in enumerate(items):
+            if not isinstance(item, Word) or item.norm not in self.particles:
+                continue
+            particle, concept = self.particles[item.norm]
+            size = len(particle)
+            for at in range(index + 1, len(items) - size + 1):
+                run = items[at : at + size]
+                if isinstance(run[0], Word) and run[0].norm in self.separators:
+                    break
+                if all(isinstance(part, Word) and part.norm == want
+                       for part, want in zip(run, particle, strict=True)):  # fmt: skip
+                    item.entry = Entry("verb", concept)
+                    item.role = "verb"
+                    item.concept = concept
+                    for part in run:
+                        if self.lexicon.words.get(part.norm) is None:  # type: ignore[union-attr]
+                            part.entry = Entry("function")  # type: ignore[union-attr]
+                            part.role = "function"  # type: ignore[union-attr]
+                    break
+
+    def _lookup(
+        self,
+        word: Word,
+        reading: Reading,
+        previous: Word | Value | None = None,
+        following: Word | Value | None = None,
+    ) -> None:
         if word.entry is not None or word.role == "tool":
             return
         lex = self.lexicon.words
@@ -371,9 +420,20 @@ class Reader:
         if entry is None and "-" in norm:
             entry = lex.get(norm.replace("-", ""))
         if entry is None:
-            # A typo is read only where every known word it could be means the same thing.
+            # A typo is read only where every known word it could be means the same thing --
+            # or where its place leaves one reading: after a little word and before a number
+            # ("do pedio 4411") only a noun stands, so the noun is read if just one is.
             found = sorted(self.typos.candidates(norm))
             entries = {(lex[c].role, lex[c].concept) for c in found if c in lex}
+            if (
+                len(entries) > 1
+                and isinstance(following, Value)
+                and following.kind in (ID, NUMBER)
+                and isinstance(previous, Word)
+                and previous.role in ("determiner", "function")
+            ):
+                found = [c for c in found if lex[c].role == "noun"]
+                entries = {(lex[c].role, lex[c].concept) for c in found}
             if found and len(entries) == 1 and next(iter(entries))[0] in _TYPO_ROLES:
                 corrected = found[0]
                 entry = lex[corrected]
@@ -398,7 +458,13 @@ class Reader:
                 previous = item
                 continue
             word = item
-            self._lookup(word, reading)
+            self._lookup(
+                word, reading, previous, items[index + 1] if index + 1 < len(items) else None
+            )
+            if not head_seen and word.entry is None and word.norm in self.head_courtesy:
+                # "morning! show order 4411": a greeting before the request is nothing.
+                word.entry = Entry("function")
+                word.role = "function"
             if word.norm in self.whole:
                 reading.whole = True
             role = word.role

@@ -206,6 +206,12 @@ class Router:
             head_negations=frozenset(grammar.HEAD_NEGATIONS.split()),
             clause_markers=grammar.clause_markers(self.lexicon),
             whole=frozenset(fold(w) for w in items(grammar.WHOLE)),
+            head_courtesy=frozenset(grammar.HEAD_COURTESY.split()),
+            particles={
+                fold(form): (tuple(fold(particle).split()), concept)
+                for forms, (particle, concept) in grammar.PARTICLE_VERBS.items()
+                for form in forms.split()
+            },
         )
         if learn_intent_words(rulebook, self.reader):
             self.reader = self.reader.rebuilt()
