@@ -967,6 +967,7 @@ class Router:
         reading = state.reading
         nouns = reading.noun_concepts()
         best: tuple[int, ToolProfile, Filled] | None = None
+        stray: list[Any] = []
         for reader in self._reads:
             # A read of outside content (the inbox) is counted too: the function runs in the
             # sandbox over its results, and no value of them becomes an argument of a call.
@@ -975,7 +976,14 @@ class Router:
             if nouns and not (reader.nouns & nouns):
                 continue
             own = fill(reader, reading)
-            if own.missing(reader) or own.leftover or own.unplaced:
+            if own.leftover or own.unplaced or own.invalid:
+                stray = stray or [
+                    *own.leftover,
+                    *(value for value, _ in own.unplaced),
+                    *(v for v in reading.values if v.text in own.invalid.values()),
+                ]
+                continue
+            if own.missing(reader):
                 continue
             rank = (
                 4 * len(reader.name_nouns & nouns)
@@ -985,6 +993,10 @@ class Router:
             )
             if best is None or rank > best[0]:
                 best = (rank, reader, own)
+        if best is None and stray:
+            # A value the calculation's read would not take: never counted over without it.
+            state.why.append("nothing takes " + ", ".join(f"`{v.text}`" for v in stray))
+            return self._unread(state, "leftover", state.asked_again, leftover=stray)
         if best is None:
             state.why.append("no listing tool returns " + ", ".join(sorted(nouns)))
             return self._unread(state, "no_tool", False)

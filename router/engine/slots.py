@@ -128,7 +128,10 @@ def fill(
 
     def put(param: Param, value: Value, converted: Any, how: str) -> bool:
         if not param.validate(converted):
+            # The argument is the person's, refused: it is asked for again, and no later value
+            # is guessed into it in place of what they typed.
             filled.invalid.setdefault(param.name, value.text)
+            free.pop(param.name, None)
             used.add(id(value))
             filled.trace.append(f"`{value.text}` does not fit {param.name}")
             return False
@@ -245,6 +248,7 @@ def fill(
             # The one argument of that kind refuses it ("the 70 latest" where at most 50 are
             # read): asked for again, never dropped.
             filled.invalid[refusers[0].name] = value.text
+            free.pop(refusers[0].name, None)
             used.add(id(value))
             filled.trace.append(f"`{value.text}` does not fit {refusers[0].name}")
             continue
