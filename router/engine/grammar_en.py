@@ -54,11 +54,14 @@ good_morning good_afternoon good_evening good_night good_day gm hi_there hello_t
 hiya howdy greetings hi_team hello_team hey_team hi_all hello_all hey_all
 hope_you're_well hope_you_are_well hope_you're_doing_well hope_you_are_doing_well
 hope_all_is_well hope_this_finds_you_well hope_you're_having_a_good_day hope_your_day_is_going_well
+hope_you_had_a_good_weekend hope_you_had_a_great_weekend hope_you_had_a_nice_weekend
+happy_monday happy_friday
 how_are_you how_are_u how_r_u how's_it_going how_is_it_going how_are_things how_are_you_doing
 sorry sorry_to_bother_you sorry_to_bother sorry_for_the_trouble sorry_to_ask apologies
 excuse_me pardon_me
 in_advance thanks_in_advance thank_you_in_advance thx_in_advance many_thanks thanks_so_much
 thank_you_so_much thank_you_very_much thanks_very_much thanks_again much_appreciated
+thanks_a_million thanks_a_bunch thanks_heaps thanks_loads
 appreciate_it i_appreciate_it i'd_appreciate_it appreciated
 have_a_nice_day have_a_good_day have_a_great_day have_a_good_one have_a_nice_one
 regards best_regards kind_regards warm_regards best_wishes all_the_best take_care
@@ -73,7 +76,7 @@ back_to send_back sent_back email_back
 HEAD_COURTESY = "morning afternoon evening"
 # A light verb with a particle later in the request that makes it an action: "give the customer
 # $20 back" refunds. verb forms: (particle words, the action).
-PARTICLE_VERBS = {"give gives giving": ("back", "refund")}
+PARTICLE_VERBS = {"give gives giving want wants get gets": ("back", "refund")}
 DETERMINERS = "the a an this that these those my our your his her their its some any each every"
 MODALS = """
 please pls plz kindly can could would will you u i we need needs want wants wanna
@@ -273,7 +276,12 @@ FREE_TEXT_MARKERS = {
     "comment: noting",
     "reason": "because cause bc with_the_reason with_reason reason: reason_being "
     "the_customer_says customer_says the_customer_said customer_said the_client_says client_says "
-    "the_client_said client_said the_customer_claims customer_claims they_say they_said",
+    "the_client_said client_said the_customer_claims customer_claims they_say they_said "
+    "as_the_item as_the_order as_the_customer as_it as_they as_he as_she as_we "
+    "the_item_arrived item_arrived arrived_damaged arrived_broken arrived_late never_arrived "
+    "the_item_was item_was the_item_is item_is the_customer_returned customer_returned "
+    "the_customer_was customer_was was_overcharged was_damaged was_faulty is_faulty "
+    "is_defective was_defective wrong_item wrong_size",
 }
 
 

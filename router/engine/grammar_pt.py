@@ -68,6 +68,9 @@ gente oi_gente olá_gente ola_gente td_bem tdb tudo_certo tudo_tranquilo tranqui
 ótimo otimo perfeito show_de_bola legal joia jóia
 quando_puder se_puder se_possível se_possivel sem_pressa
 tenha_um_bom_dia bom_trabalho bom_fim_de_semana
+espero_que_esteja_tudo_bem espero_que_esteja_bem espero_que_estejam_bem
+espero_que_você_esteja_bem espero_que_voce_esteja_bem espero_que_estejam_todos_bem
+valeu_demais obrigado_demais obrigada_demais muito_obrigado_mesmo
 de_volta
 """
 HEAD_COURTESY = ""
@@ -289,6 +292,7 @@ actual actualizar actualize actualizado optimo óptimo podes queres tens consegu
 sff se_faz_favor faz_favor casa_de_banho pequeno-almoco pequeno-almoço ficheiro ficheiros
 gajo miúdo miudo portátil portatil sítio_web descarregar transferência_bancária_nib nib
 objectivo projecto exacto recepcao recepção
+poderias podias querias gostarias gostavas precisas conseguias conseguirias sabes fazias
 """
 # "estar a" + infinitive, and a "tu" imperative with an enclitic pronoun ("mostra-me").
 PT_PT_PATTERNS = (
@@ -308,7 +312,11 @@ FREE_TEXT_MARKERS = {
     "o_cliente_disse_que cliente_disse_que o_cliente_falou_que cliente_falou_que "
     "o_cliente_diz_que cliente_diz_que a_cliente_disse_que a_cliente_falou_que "
     "a_cliente_diz_que segundo_o_cliente segundo_a_cliente o_cliente_desistiu "
-    "a_cliente_desistiu cliente_desistiu o_cliente_reclamou_que a_cliente_reclamou_que",
+    "a_cliente_desistiu cliente_desistiu o_cliente_reclamou_que a_cliente_reclamou_que "
+    "veio_com_defeito chegou_com_defeito com_defeito chegou_quebrado chegou_quebrada "
+    "veio_quebrado veio_quebrada chegou_errado veio_errado chegou_atrasado chegou_amassado "
+    "chegou_amassada o_produto_veio o_produto_chegou produto_veio produto_chegou o_item_veio "
+    "o_item_chegou a_caixa_chegou a_caixa_veio a_entrega_atrasou",
 }
 
 
