@@ -119,7 +119,7 @@ SEPARATORS = "then and also plus"
 # a read's result ("refund the full amount of order 4411"); else it is asked for.
 WHOLE = """
 full whole entire in_full full_amount whole_amount total_amount order_total full_refund
-total_refund the_whole_amount everything
+total_refund the_whole_amount
 """
 HEAD_NEGATIONS = ""
 MARK_VERBS = ""

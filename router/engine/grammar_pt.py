@@ -129,7 +129,7 @@ SEPARATORS = "e depois entao então tambem também"
 # a read's result ("estorne o valor total do pedido 4411"); else it is asked for.
 WHOLE = """
 integral inteiro inteira completo completa valor_total valor_integral valor_cheio total_do_pedido
-estorno_total estorno_integral estorno_completo tudo todo_o_valor o_valor_todo
+estorno_total estorno_integral estorno_completo todo_o_valor o_valor_todo
 """
 AUXILIARIES = ""
 

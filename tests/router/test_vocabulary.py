@@ -128,3 +128,25 @@ def test_a_filler_word_never_takes_away_a_meaning_the_grammar_gives():
     router = Router(shop_file(), vocabulary=JARGON, today=TODAY)
     assert router.plan("não estorne o pedido 4411").reasons == ("unread: negated",)
     assert router.plan("estorne R$ 20 do pedido 4411").tool == "refund_card"
+
+
+README_EXAMPLE = """\
+settings:
+  language: pt-BR
+verbs:
+  refund:
+    pt-BR: [reembolsar]
+nouns:
+  order:
+    pt-BR: [ticket, OS]
+filler:
+  despedidas da loja:
+    pt-BR: [tmj, fico no aguardo]
+"""
+
+
+def test_the_readme_example_reads_the_desk_s_own_words():
+    router = Router(shop_file(), vocabulary=README_EXAMPLE, today=TODAY)
+    plan = router.plan("reembolse R$ 20 do ticket 4411, fico no aguardo")
+    assert (plan.kind, plan.tool) == ("confirm", "refund_card")  # no rulebook here
+    assert plan.call["arguments"] == {"order_id": "4411", "amount": 20}
