@@ -69,14 +69,26 @@ great awesome perfect cool lovely wonderful brilliant
 when_you_get_a_chance when_you_can when_you_have_a_moment if_you_can if_possible
 at_your_convenience no_rush no_hurry quick_favor quick_favour a_favor a_favour do_me_a_favor
 changed_their_mind changed_his_mind changed_her_mind changed_my_mind change_of_mind
-back_to send_back sent_back email_back
+back_to possibly would_you_mind do_you_mind thanks_for_the_help thanks_for_your_help
+thank_you_for_your_help came_in come_in coming_in have_come_in
 """
 # Greetings that are nothing only before the request starts ("morning! show order 4411"); later
 # in a turn they may say when ("orders from this morning") and are not read.
 HEAD_COURTESY = "morning afternoon evening"
 # A light verb with a particle later in the request that makes it an action: "give the customer
 # $20 back" refunds. verb forms: (particle words, the action).
-PARTICLE_VERBS = {"give gives giving want wants get gets": ("back", "refund")}
+PARTICLE_VERBS = {
+    "give gives giving want wants get gets put puts": (("back", "refund"),),
+    "send sends sending": (("back", "send"),),
+}
+# Numbers written as words ("the last five emails", "ten dollars"); "one" is left out, it is a
+# word of its own ("the one at site north").
+NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "hundred": 100,
+}  # fmt: skip
+MONEY_WORDS = "dollars dollar bucks usd"
 DETERMINERS = "the a an this that these those my our your his her their its some any each every"
 MODALS = """
 please pls plz kindly can could would will you u i we need needs want wants wanna

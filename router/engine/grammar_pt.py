@@ -71,12 +71,27 @@ tenha_um_bom_dia bom_trabalho bom_fim_de_semana
 espero_que_esteja_tudo_bem espero_que_esteja_bem espero_que_estejam_bem
 espero_que_você_esteja_bem espero_que_voce_esteja_bem espero_que_estejam_todos_bem
 valeu_demais obrigado_demais obrigada_demais muito_obrigado_mesmo
+obrigado_pela_ajuda obrigada_pela_ajuda valeu_pela_ajuda pela_ajuda
+no_aguardo fico_no_aguardo tô_no_aguardo to_no_aguardo aguardo_retorno aguardo_o_retorno
+cliente_esperando cliente_aguardando o_cliente_está_esperando o_cliente_esta_esperando
 de_volta
 """
 HEAD_COURTESY = ""
 # A light verb with a particle later in the request that makes it an action: "passa R$ 35 no
 # cartão" charges (and "me passa o pedido" still shows it). verb forms: (particle words, action).
-PARTICLE_VERBS = {"passa passe passar passem passando": ("no cartao", "charge")}
+PARTICLE_VERBS = {
+    "passa passe passar passem passando": (
+        ("no cartao", "charge"), ("no credito", "charge"), ("no debito", "charge"),
+    ),
+}  # fmt: skip
+# Numbers written as words ("os cinco últimos emails", "dez reais"); "um" and "uma" are left out,
+# they are articles.
+NUMBER_WORDS = {
+    "dois": 2, "duas": 2, "tres": 3, "três": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7,
+    "oito": 8, "nove": 9, "dez": 10, "onze": 11, "doze": 12, "quinze": 15, "vinte": 20,
+    "trinta": 30, "quarenta": 40, "cinquenta": 50, "cem": 100,
+}  # fmt: skip
+MONEY_WORDS = "reais real"
 DETERMINERS = """
 o a os as um uma uns umas do da dos das no na nos nas meu minha meus minhas seu sua seus suas
 esse essa este esta nosso nossa pelo pela ao

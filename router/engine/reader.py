@@ -43,6 +43,7 @@ from .text import WORD, TypoIndex, fold
 from .values import (
     DATE,
     ID,
+    MONEY,
     NUMBER,
     TEXT,
     Problem,
@@ -158,8 +159,12 @@ class Reader:
         clause_markers: tuple[tuple[str, str, str], ...] = (),
         whole: frozenset[str] = frozenset(),
         head_courtesy: frozenset[str] = frozenset(),
-        particles: Mapping[str, tuple[tuple[str, ...], str]] | None = None,
+        particles: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] | None = None,
+        number_words: Mapping[str, int] | None = None,
+        money_words: frozenset[str] = frozenset(),
     ) -> None:
+        self.number_words = dict(number_words or {})
+        self.money_words = money_words
         self.lexicon = lexicon
         self.whole = whole
         self.head_courtesy = head_courtesy
@@ -230,6 +235,8 @@ class Reader:
             whole=self.whole,
             head_courtesy=self.head_courtesy,
             particles=self.particles,
+            number_words=self.number_words,
+            money_words=self.money_words,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -304,6 +311,8 @@ class Reader:
         words = self._words(turn, current)
         items: list[Word | Value] = sorted([*words, *tools, *values], key=lambda item: item.start)
         items = self._phrases(items)
+        if self.number_words:
+            items = self._number_words(items)
         if self.particles:
             self._particle_verbs(items)
         self._settle(items, reading, today)
@@ -375,22 +384,52 @@ class Reader:
         for index, item in enumerate(items):
             if not isinstance(item, Word) or item.norm not in self.particles:
                 continue
-            particle, concept = self.particles[item.norm]
-            size = len(particle)
-            for at in range(index + 1, len(items) - size + 1):
-                run = items[at : at + size]
-                if isinstance(run[0], Word) and run[0].norm in self.separators:
+            for particle, concept in self.particles[item.norm]:
+                if self._particle(items, index, particle, concept):
                     break
-                if all(isinstance(part, Word) and part.norm == want
-                       for part, want in zip(run, particle, strict=True)):  # fmt: skip
-                    item.entry = Entry("verb", concept)
-                    item.role = "verb"
-                    item.concept = concept
-                    for part in run:
-                        if self.lexicon.words.get(part.norm) is None:  # type: ignore[union-attr]
-                            part.entry = Entry("function")  # type: ignore[union-attr]
-                            part.role = "function"  # type: ignore[union-attr]
-                    break
+
+    def _particle(
+        self, items: list[Word | Value], index: int, particle: tuple[str, ...], concept: str
+    ) -> bool:
+        item = items[index]
+        size = len(particle)
+        for at in range(index + 1, len(items) - size + 1):
+            run = items[at : at + size]
+            if isinstance(run[0], Word) and run[0].norm in self.separators:
+                return False
+            if all(isinstance(part, Word) and part.norm == want
+                   for part, want in zip(run, particle, strict=True)):  # fmt: skip
+                item.entry = Entry("verb", concept)  # type: ignore[union-attr]
+                item.role = "verb"  # type: ignore[union-attr]
+                item.concept = concept  # type: ignore[union-attr]
+                for part in run:
+                    if self.lexicon.words.get(part.norm) is None:  # type: ignore[union-attr]
+                        part.entry = Entry("function")  # type: ignore[union-attr]
+                        part.role = "function"  # type: ignore[union-attr]
+                return True
+        return False
+
+    def _number_words(self, items: list[Word | Value]) -> list[Word | Value]:
+        """A number written as a word is a value ("five emails"); before a word of money
+        ("ten dollars", "dez reais") it is an amount, the two words one value."""
+        out: list[Word | Value] = []
+        skip = False
+        for index, item in enumerate(items):
+            if skip:
+                skip = False
+                continue
+            if not isinstance(item, Word) or item.norm not in self.number_words:
+                out.append(item)
+                continue
+            number = self.number_words[item.norm]
+            following = items[index + 1] if index + 1 < len(items) else None
+            if isinstance(following, Word) and following.norm in self.money_words:
+                text = f"{item.text} {following.text}"
+                out.append(Value(MONEY, number, text, item.start, following.end))
+                skip = True
+            else:
+                out.append(Value(NUMBER, number, item.text, item.start, item.end))
+        return out
 
     def _lookup(
         self,

@@ -208,10 +208,14 @@ class Router:
             whole=frozenset(fold(w) for w in items(grammar.WHOLE)),
             head_courtesy=frozenset(grammar.HEAD_COURTESY.split()),
             particles={
-                fold(form): (tuple(fold(particle).split()), concept)
-                for forms, (particle, concept) in grammar.PARTICLE_VERBS.items()
+                fold(form): tuple(
+                    (tuple(fold(particle).split()), concept) for particle, concept in particles
+                )
+                for forms, particles in grammar.PARTICLE_VERBS.items()
                 for form in forms.split()
             },
+            number_words={fold(word): n for word, n in grammar.NUMBER_WORDS.items()},
+            money_words=frozenset(grammar.MONEY_WORDS.split()),
         )
         if learn_intent_words(rulebook, self.reader):
             self.reader = self.reader.rebuilt()

@@ -34,8 +34,8 @@ PAID = [
 VALUES = {
     "en": {
         "id": ["4411", "5520", "A12", "#7781", "no. 3390"],
-        "money": ["$20", "$0", "$250,000", "12 dollars", "$9.99", "40 bucks"],
-        "n": ["1", "5", "50", "51", "70", "0"],
+        "money": ["$20", "$0", "$250,000", "12 dollars", "$9.99", "40 bucks", "ten dollars"],
+        "n": ["1", "5", "50", "51", "70", "0", "five", "twenty"],
         "email": ["kim@shop.io", "ann@x.org"],
         "date": ["tomorrow", "monday", "2026-03-09", "in 3 days", "the last 7 days"],
         "site": ["north", "east"],
@@ -43,8 +43,8 @@ VALUES = {
     },
     "pt-BR": {
         "id": ["4411", "5520", "A12", "#7781", "nº 3390"],
-        "money": ["R$ 20", "R$ 0,00", "R$ 250.000,00", "12 reais", "R$ 9,99", "40,00"],
-        "n": ["1", "5", "50", "51", "70", "0"],
+        "money": ["R$ 20", "R$ 0,00", "R$ 250.000,00", "12 reais", "R$ 9,99", "40,00", "dez reais"],
+        "n": ["1", "5", "50", "51", "70", "0", "cinco", "vinte"],
         "email": ["kim@loja.com.br", "ana@x.org"],
         "date": ["amanhã", "segunda", "2026-03-09", "daqui a 3 dias", "últimos 7 dias"],
         "site": ["norte", "leste"],
