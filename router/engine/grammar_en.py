@@ -125,7 +125,7 @@ WEAK = "open opened"
 # A tag that ends a question about a state ("paid or not?"); anywhere else, a negation.
 TAGS = "or_not or_no yes_or_no"
 # Words that point back at an earlier request: the turn does not say what to do by itself.
-REFER = "same same_thing the_same ditto likewise"
+REFER = "same same_thing the_same ditto likewise the_other the_other_one that_one_too"
 SEPARATORS = "then and also plus"
 # Words that ask for the whole of an amount: only with one of them is a write's amount taken from
 # a read's result ("refund the full amount of order 4411"); else it is asked for.

@@ -130,7 +130,10 @@ WEAK = "abrir abra abre abram abrindo"
 # A tag that ends a question about a state ("foi pago ou não?"); anywhere else, a negation.
 TAGS = "ou_não ou_nao sim_ou_não sim_ou_nao"
 # Words that point back at an earlier request: the turn does not say what to do by itself.
-REFER = "mesma_coisa a_mesma_coisa o_mesmo a_mesma igual igualzinho do_mesmo_jeito"
+REFER = """
+mesma_coisa a_mesma_coisa o_mesmo a_mesma igual igualzinho do_mesmo_jeito o_outro a_outra
+os_outros as_outras
+"""
 PLURAL_DETERMINERS = """
 os as uns umas dos das nos nas aos meus minhas seus suas esses essas estes estas nossos nossas
 todos todas quais pelos pelas quantos quantas numero_de número_de
