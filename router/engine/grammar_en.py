@@ -134,6 +134,7 @@ full whole entire in_full full_amount whole_amount total_amount order_total full
 total_refund the_whole_amount
 """
 HEAD_NEGATIONS = ""
+HEAD_COMPUTE = ""
 MARK_VERBS = ""
 MARK_WORDS = ""
 PLURAL_DETERMINERS = "these those all how_many number_of many"

@@ -105,6 +105,8 @@ vc você voce me eu nos a_gente vamos bora
 NEGATIONS = "nao não nunca jamais nem negativo pare parem"
 # At the head of a turn, "para" is "stop" ("para o estorno do pedido 4411"), not "for".
 HEAD_NEGATIONS = "para"
+# At the head of a turn, "conta" is "count" ("conta as OS fechadas"), not the noun "account".
+HEAD_COMPUTE = "conta"
 QUESTIONS = """
 como_faco como_faço como_eu_faco como_eu_faço como_faz como_se_faz como_posso como_eu_posso
 por_que porque_e por_quê pq_que por_que_o por_que_a o_que_acontece e_possivel é_possível

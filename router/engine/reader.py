@@ -73,9 +73,14 @@ _BEFORE_OS = frozenset(
     {"a", "da", "na", "uma", "pela", "essa", "esta", "sua", "minha", "nossa", "dessa", "desta",
      "nessa", "nesta", "as", "das", "nas", "suas", "minhas", "umas", "de", "com"}
 )  # fmt: skip
+# Words a turn signs off with, trimmed from the end of free text: they are not part of a note.
 _TRAILING = frozenset(
     {"please", "pls", "plz", "thanks", "thank you", "thx", "ty", "por favor", "pf", "pfv",
-     "obrigado", "obrigada", "valeu", "vlw", "obg"}
+     "obrigado", "obrigada", "valeu", "vlw", "obg", "cheers", "many thanks", "thanks a lot",
+     "thanks in advance", "regards", "kind regards", "best regards", "abraço", "abraco",
+     "abraços", "abracos", "abs", "att", "atenciosamente", "valeu demais", "obrigadão",
+     "obrigadao", "desde já agradeço", "desde ja agradeco", "muito obrigado", "muito obrigada",
+     "grato", "grata"}
 )  # fmt: skip
 
 
@@ -162,7 +167,9 @@ class Reader:
         particles: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] | None = None,
         number_words: Mapping[str, int] | None = None,
         money_words: frozenset[str] = frozenset(),
+        head_compute: frozenset[str] = frozenset(),
     ) -> None:
+        self.head_compute = head_compute
         self.number_words = dict(number_words or {})
         self.money_words = money_words
         self.lexicon = lexicon
@@ -237,6 +244,7 @@ class Reader:
             particles=self.particles,
             number_words=self.number_words,
             money_words=self.money_words,
+            head_compute=self.head_compute,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -518,6 +526,8 @@ class Reader:
                 word.role = role = "id_cue"
             if not head_seen and word.norm in self.head_negations:
                 word.role = role = "negation"
+            if not head_seen and word.norm in self.head_compute:
+                word.role = role = "compute"
             if role == "determiner":
                 determined = True
             after_determiner = determined and role != "determiner"

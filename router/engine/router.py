@@ -204,6 +204,7 @@ class Router:
             mark_verbs=frozenset(grammar.MARK_VERBS.split()),
             mark_words=frozenset(grammar.MARK_WORDS.split()),
             head_negations=frozenset(grammar.HEAD_NEGATIONS.split()),
+            head_compute=frozenset(grammar.HEAD_COMPUTE.split()),
             clause_markers=grammar.clause_markers(self.lexicon),
             whole=frozenset(fold(w) for w in items(grammar.WHOLE)),
             head_courtesy=frozenset(grammar.HEAD_COURTESY.split()),
