@@ -46,6 +46,49 @@ say says said because cause bc through thru copy copies
 quick_question just_wondering wondering curious btw by_the_way newest most_recent recently
 working_on work_on works_on in_charge_of responsible_for
 """
+# Everyday words around a request -- greetings, thanks, sign-offs, apologies, filler -- read as
+# what they are: nothing. Phrases, so that a word of them alone ("nice", "well", "bother") stays
+# unknown. An organisation's own words go in its vocabulary file (see `vocabulary`).
+COURTESY = """
+good_morning good_afternoon good_evening good_night good_day gm hi_there hello_there hey_there
+hiya howdy greetings hi_team hello_team hey_team hi_all hello_all hey_all
+hope_you're_well hope_you_are_well hope_you're_doing_well hope_you_are_doing_well
+hope_all_is_well hope_this_finds_you_well hope_you're_having_a_good_day hope_your_day_is_going_well
+hope_you_had_a_good_weekend hope_you_had_a_great_weekend hope_you_had_a_nice_weekend
+happy_monday happy_friday
+how_are_you how_are_u how_r_u how's_it_going how_is_it_going how_are_things how_are_you_doing
+sorry sorry_to_bother_you sorry_to_bother sorry_for_the_trouble sorry_to_ask apologies
+excuse_me pardon_me
+in_advance thanks_in_advance thank_you_in_advance thx_in_advance many_thanks thanks_so_much
+thank_you_so_much thank_you_very_much thanks_very_much thanks_again much_appreciated
+thanks_a_million thanks_a_bunch thanks_heaps thanks_loads
+appreciate_it i_appreciate_it i'd_appreciate_it appreciated
+have_a_nice_day have_a_good_day have_a_great_day have_a_good_one have_a_nice_one
+regards best_regards kind_regards warm_regards best_wishes all_the_best take_care
+great awesome perfect cool lovely wonderful brilliant
+when_you_get_a_chance when_you_can when_you_have_a_moment if_you_can if_possible
+at_your_convenience no_rush no_hurry quick_favor quick_favour a_favor a_favour do_me_a_favor
+changed_their_mind changed_his_mind changed_her_mind changed_my_mind change_of_mind
+back_to possibly would_you_mind do_you_mind thanks_for_the_help thanks_for_your_help
+thank_you_for_your_help came_in come_in coming_in have_come_in
+"""
+# Greetings that are nothing only before the request starts ("morning! show order 4411"); later
+# in a turn they may say when ("orders from this morning") and are not read.
+HEAD_COURTESY = "morning afternoon evening"
+# A light verb with a particle later in the request that makes it an action: "give the customer
+# $20 back" refunds. verb forms: (particle words, the action).
+PARTICLE_VERBS = {
+    "give gives giving want wants get gets put puts": (("back", "refund"),),
+    "send sends sending": (("back", "send"),),
+}
+# Numbers written as words ("the last five emails", "ten dollars"); "one" is left out, it is a
+# word of its own ("the one at site north").
+NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "hundred": 100,
+}  # fmt: skip
+MONEY_WORDS = "dollars dollar bucks usd"
 DETERMINERS = "the a an this that these those my our your his her their its some any each every"
 MODALS = """
 please pls plz kindly can could would will you u i we need needs want wants wanna
@@ -82,9 +125,16 @@ WEAK = "open opened"
 # A tag that ends a question about a state ("paid or not?"); anywhere else, a negation.
 TAGS = "or_not or_no yes_or_no"
 # Words that point back at an earlier request: the turn does not say what to do by itself.
-REFER = "same same_thing the_same ditto likewise"
+REFER = "same same_thing the_same ditto likewise the_other the_other_one that_one_too"
 SEPARATORS = "then and also plus"
+# Words that ask for the whole of an amount: only with one of them is a write's amount taken from
+# a read's result ("refund the full amount of order 4411"); else it is asked for.
+WHOLE = """
+full whole entire in_full full_amount whole_amount total_amount order_total full_refund
+total_refund the_whole_amount
+"""
 HEAD_NEGATIONS = ""
+HEAD_COMPUTE = ""
 MARK_VERBS = ""
 MARK_WORDS = ""
 PLURAL_DETERMINERS = "these those all how_many number_of many"
@@ -237,7 +287,14 @@ FREE_TEXT_MARKERS = {
     "with_the_message with_message reading should_say should_read that_reads",
     "note": "with_the_note with_note with_a_note note: notes: with_the_comment with_comment "
     "comment: noting",
-    "reason": "because cause bc with_the_reason with_reason reason: reason_being",
+    "reason": "because cause bc with_the_reason with_reason reason: reason_being "
+    "the_customer_says customer_says the_customer_said customer_said the_client_says client_says "
+    "the_client_said client_said the_customer_claims customer_claims they_say they_said "
+    "as_the_item as_the_order as_the_customer as_it as_they as_he as_she as_we "
+    "the_item_arrived item_arrived arrived_damaged arrived_broken arrived_late never_arrived "
+    "the_item_was item_was the_item_is item_is the_customer_returned customer_returned "
+    "the_customer_was customer_was was_overcharged was_damaged was_faulty is_faulty "
+    "is_defective was_defective wrong_item wrong_size",
 }
 
 
@@ -295,6 +352,8 @@ def build() -> Lexicon:
     lex = Lexicon(LANGUAGE)
     put = lex.put
     for word in items(FUNCTION):
+        put(word, Entry("function"))
+    for word in items(COURTESY):
         put(word, Entry("function"))
     for word in items(DETERMINERS):
         put(word, Entry("determiner"), force=True)

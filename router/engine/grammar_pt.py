@@ -55,6 +55,43 @@ foram foi sido sendo estava estavam ficou ficaram teve tiveram tem tenho fez fiz
 cadê cade kd quem recente recentes mais_recentes novos novas dúvida duvida uma_dúvida uma_duvida
 pergunta_rápida pergunta_rapida cuidando cuida
 """
+# Palavras do dia a dia em volta de um pedido -- saudações, agradecimentos, despedidas, desculpas,
+# enchimento -- lidas como o que são: nada. An organisation's own words go in its vocabulary file.
+COURTESY = """
+com_licença com_licenca licença licenca desculpa desculpe desculpa_incomodar desculpe_incomodar
+desculpa_o_incômodo desculpa_o_incomodo desculpe_o_incômodo desculpe_o_incomodo foi_mal
+abraço abraco abraços abracos abs att atenciosamente grande_abraço grande_abraco um_abraço
+um_abraco
+desde_já_agradeço desde_ja_agradeco desde_já_obrigado desde_ja_obrigado agradeço agradeco
+agradecido agradecida obrigadão obrigadao muito_obrigado muito_obrigada
+gente oi_gente olá_gente ola_gente td_bem tdb tudo_certo tudo_tranquilo tranquilo suave
+ótimo otimo perfeito show_de_bola legal joia jóia
+quando_puder se_puder se_possível se_possivel sem_pressa
+tenha_um_bom_dia bom_trabalho bom_fim_de_semana
+espero_que_esteja_tudo_bem espero_que_esteja_bem espero_que_estejam_bem
+espero_que_você_esteja_bem espero_que_voce_esteja_bem espero_que_estejam_todos_bem
+valeu_demais obrigado_demais obrigada_demais muito_obrigado_mesmo
+obrigado_pela_ajuda obrigada_pela_ajuda valeu_pela_ajuda pela_ajuda
+no_aguardo fico_no_aguardo tô_no_aguardo to_no_aguardo aguardo_retorno aguardo_o_retorno
+cliente_esperando cliente_aguardando o_cliente_está_esperando o_cliente_esta_esperando
+de_volta
+"""
+HEAD_COURTESY = ""
+# A light verb with a particle later in the request that makes it an action: "passa R$ 35 no
+# cartão" charges (and "me passa o pedido" still shows it). verb forms: (particle words, action).
+PARTICLE_VERBS = {
+    "passa passe passar passem passando": (
+        ("no cartao", "charge"), ("no credito", "charge"), ("no debito", "charge"),
+    ),
+}  # fmt: skip
+# Numbers written as words ("os cinco últimos emails", "dez reais"); "um" and "uma" are left out,
+# they are articles.
+NUMBER_WORDS = {
+    "dois": 2, "duas": 2, "tres": 3, "três": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7,
+    "oito": 8, "nove": 9, "dez": 10, "onze": 11, "doze": 12, "quinze": 15, "vinte": 20,
+    "trinta": 30, "quarenta": 40, "cinquenta": 50, "cem": 100,
+}  # fmt: skip
+MONEY_WORDS = "reais real"
 DETERMINERS = """
 o a os as um uma uns umas do da dos das no na nos nas meu minha meus minhas seu sua seus suas
 esse essa este esta nosso nossa pelo pela ao
@@ -68,6 +105,8 @@ vc você voce me eu nos a_gente vamos bora
 NEGATIONS = "nao não nunca jamais nem negativo pare parem"
 # At the head of a turn, "para" is "stop" ("para o estorno do pedido 4411"), not "for".
 HEAD_NEGATIONS = "para"
+# At the head of a turn, "conta" is "count" ("conta as OS fechadas"), not the noun "account".
+HEAD_COMPUTE = "conta"
 QUESTIONS = """
 como_faco como_faço como_eu_faco como_eu_faço como_faz como_se_faz como_posso como_eu_posso
 por_que porque_e por_quê pq_que por_que_o por_que_a o_que_acontece e_possivel é_possível
@@ -93,7 +132,10 @@ WEAK = "abrir abra abre abram abrindo"
 # A tag that ends a question about a state ("foi pago ou não?"); anywhere else, a negation.
 TAGS = "ou_não ou_nao sim_ou_não sim_ou_nao"
 # Words that point back at an earlier request: the turn does not say what to do by itself.
-REFER = "mesma_coisa a_mesma_coisa o_mesmo a_mesma igual igualzinho do_mesmo_jeito"
+REFER = """
+mesma_coisa a_mesma_coisa o_mesmo a_mesma igual igualzinho do_mesmo_jeito o_outro a_outra
+os_outros as_outras
+"""
 PLURAL_DETERMINERS = """
 os as uns umas dos das nos nas aos meus minhas seus suas esses essas estes estas nossos nossas
 todos todas quais pelos pelas quantos quantas numero_de número_de
@@ -103,6 +145,12 @@ ID_NOUNS = {"os": "order"}
 MARK_VERBS = "marque marca marcar marquem deixe deixa deixar coloque coloca colocar"
 MARK_WORDS = "como"
 SEPARATORS = "e depois entao então tambem também"
+# Words that ask for the whole of an amount: only with one of them is a write's amount taken from
+# a read's result ("estorne o valor total do pedido 4411"); else it is asked for.
+WHOLE = """
+integral inteiro inteira completo completa valor_total valor_integral valor_cheio total_do_pedido
+estorno_total estorno_integral estorno_completo todo_o_valor o_valor_todo
+"""
 AUXILIARIES = ""
 
 DATES = {
@@ -186,7 +234,7 @@ MARKED = {"closed": "close", "paid": "pay", "cancelled": "cancel", "refunded": "
           "sent": "send", "charged": "charge"}  # fmt: skip
 NOMINAL = {
     "refund": "estorno estornos devolução devolucao devoluções devolucoes ressarcimento "
-    "estorno_total estorno_integral estorno_completo",
+    "estorno_total estorno_integral estorno_completo dinheiro_de_volta grana_de_volta",
     "charge": "cobrança cobranca cobranças cobrancas débito debito",
     "close": "fechamento encerramento finalização finalizacao conclusão conclusao baixa",
     "request": "solicitação solicitacao solicitações solicitacoes requisição requisicao",
@@ -264,6 +312,7 @@ actual actualizar actualize actualizado optimo óptimo podes queres tens consegu
 sff se_faz_favor faz_favor casa_de_banho pequeno-almoco pequeno-almoço ficheiro ficheiros
 gajo miúdo miudo portátil portatil sítio_web descarregar transferência_bancária_nib nib
 objectivo projecto exacto recepcao recepção
+poderias podias querias gostarias gostavas precisas conseguias conseguirias sabes fazias
 """
 # "estar a" + infinitive, and a "tu" imperative with an enclitic pronoun ("mostra-me").
 PT_PT_PATTERNS = (
@@ -279,7 +328,15 @@ FREE_TEXT_MARKERS = {
     "com_observação com_a_obs com_obs nota: obs: observacao: observação: anotando "
     "com_o_comentario com_o_comentário comentario: comentário:",
     "reason": "porque pois por_causa_de por_conta_de com_o_motivo com_motivo motivo: "
-    "justificativa: ja_que já_que visto_que pq pq. porq",
+    "justificativa: ja_que já_que visto_que pq pq. porq "
+    "o_cliente_disse_que cliente_disse_que o_cliente_falou_que cliente_falou_que "
+    "o_cliente_diz_que cliente_diz_que a_cliente_disse_que a_cliente_falou_que "
+    "a_cliente_diz_que segundo_o_cliente segundo_a_cliente o_cliente_desistiu "
+    "a_cliente_desistiu cliente_desistiu o_cliente_reclamou_que a_cliente_reclamou_que "
+    "veio_com_defeito chegou_com_defeito com_defeito chegou_quebrado chegou_quebrada "
+    "veio_quebrado veio_quebrada chegou_errado veio_errado chegou_atrasado chegou_amassado "
+    "chegou_amassada o_produto_veio o_produto_chegou produto_veio produto_chegou o_item_veio "
+    "o_item_chegou a_caixa_chegou a_caixa_veio a_entrega_atrasou",
 }
 
 
@@ -332,6 +389,8 @@ def build() -> Lexicon:
     lex = Lexicon(LANGUAGE)
     put = lex.put
     for word in items(FUNCTION):
+        put(word, Entry("function"))
+    for word in items(COURTESY):
         put(word, Entry("function"))
     for word in items(DETERMINERS):
         put(word, Entry("determiner"), force=True)

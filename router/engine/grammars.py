@@ -178,6 +178,13 @@ def router_lexicon(
         for tool, texts in vocabulary.words("tools", language).items():
             for text in texts:
                 lex.put(text, Entry("tool", tool, source="vocabulary"), force=True)
+        for texts in vocabulary.words("filler", language).values():
+            for text in texts:
+                # Only words nobody gave a meaning: a filler "estorne" still refunds.
+                key = fold(text).strip()
+                parts = tuple(key.replace("-", " ").split())
+                if key.replace(" ", "") not in lex.words and parts not in lex.phrases:
+                    lex.put(text, Entry("function", source="vocabulary"))
     return lex
 
 

@@ -40,7 +40,19 @@ from dataclasses import dataclass, field
 
 from .lexicon import Entry, Lexicon
 from .text import WORD, TypoIndex, fold
-from .values import DATE, TEXT, Problem, Value, ValueGrammar, find_quoted, find_values, resolve_day
+from .values import (
+    DATE,
+    ID,
+    MONEY,
+    NUMBER,
+    TEXT,
+    Problem,
+    Value,
+    ValueGrammar,
+    find_quoted,
+    find_values,
+    resolve_day,
+)
 from .values import WORD as WORD_VALUE
 
 # A turn longer than this is not read at all (it is unread): nobody types a request this long, and
@@ -61,9 +73,14 @@ _BEFORE_OS = frozenset(
     {"a", "da", "na", "uma", "pela", "essa", "esta", "sua", "minha", "nossa", "dessa", "desta",
      "nessa", "nesta", "as", "das", "nas", "suas", "minhas", "umas", "de", "com"}
 )  # fmt: skip
+# Words a turn signs off with, trimmed from the end of free text: they are not part of a note.
 _TRAILING = frozenset(
     {"please", "pls", "plz", "thanks", "thank you", "thx", "ty", "por favor", "pf", "pfv",
-     "obrigado", "obrigada", "valeu", "vlw", "obg"}
+     "obrigado", "obrigada", "valeu", "vlw", "obg", "cheers", "many thanks", "thanks a lot",
+     "thanks in advance", "regards", "kind regards", "best regards", "abraço", "abraco",
+     "abraços", "abracos", "abs", "att", "atenciosamente", "valeu demais", "obrigadão",
+     "obrigadao", "desde já agradeço", "desde ja agradeco", "muito obrigado", "muito obrigada",
+     "grato", "grata"}
 )  # fmt: skip
 
 
@@ -111,6 +128,7 @@ class Reading:
     content: int = 0
     state_question: bool = False
     too_long: bool = False
+    whole: bool = False
 
     @property
     def empty(self) -> bool:
@@ -144,8 +162,20 @@ class Reader:
         mark_words: frozenset[str] = frozenset(),
         head_negations: frozenset[str] = frozenset(),
         clause_markers: tuple[tuple[str, str, str], ...] = (),
+        whole: frozenset[str] = frozenset(),
+        head_courtesy: frozenset[str] = frozenset(),
+        particles: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] | None = None,
+        number_words: Mapping[str, int] | None = None,
+        money_words: frozenset[str] = frozenset(),
+        head_compute: frozenset[str] = frozenset(),
     ) -> None:
+        self.head_compute = head_compute
+        self.number_words = dict(number_words or {})
+        self.money_words = money_words
         self.lexicon = lexicon
+        self.whole = whole
+        self.head_courtesy = head_courtesy
+        self.particles = dict(particles or {})
         self.grammar = grammar
         self.capture = capture
         self.tool_names = tool_names
@@ -209,6 +239,12 @@ class Reader:
             mark_words=self.mark_words,
             head_negations=self.head_negations,
             clause_markers=self.clause_markers,
+            whole=self.whole,
+            head_courtesy=self.head_courtesy,
+            particles=self.particles,
+            number_words=self.number_words,
+            money_words=self.money_words,
+            head_compute=self.head_compute,
         )
 
     # -- the reading ---------------------------------------------------------------------------
@@ -283,6 +319,10 @@ class Reader:
         words = self._words(turn, current)
         items: list[Word | Value] = sorted([*words, *tools, *values], key=lambda item: item.start)
         items = self._phrases(items)
+        if self.number_words:
+            items = self._number_words(items)
+        if self.particles:
+            self._particle_verbs(items)
         self._settle(items, reading, today)
         if self.mark_verbs and any(word.norm in self.mark_verbs for word in reading.verbs):
             self._marks(items, reading)
@@ -345,7 +385,67 @@ class Reader:
             i += 1
         return out
 
-    def _lookup(self, word: Word, reading: Reading) -> None:
+    def _particle_verbs(self, items: list[Word | Value]) -> None:
+        """A light verb whose particle comes later in the same request ("give the customer $20
+        back", "passa R$ 35 no cartão") is that action; a particle the lexicon does not know
+        otherwise ("back") is then read as nothing."""
+        for index, item in enumerate(items):
+            if not isinstance(item, Word) or item.norm not in self.particles:
+                continue
+            for particle, concept in self.particles[item.norm]:
+                if self._particle(items, index, particle, concept):
+                    break
+
+    def _particle(
+        self, items: list[Word | Value], index: int, particle: tuple[str, ...], concept: str
+    ) -> bool:
+        item = items[index]
+        size = len(particle)
+        for at in range(index + 1, len(items) - size + 1):
+            run = items[at : at + size]
+            if isinstance(run[0], Word) and run[0].norm in self.separators:
+                return False
+            if all(isinstance(part, Word) and part.norm == want
+                   for part, want in zip(run, particle, strict=True)):  # fmt: skip
+                item.entry = Entry("verb", concept)  # type: ignore[union-attr]
+                item.role = "verb"  # type: ignore[union-attr]
+                item.concept = concept  # type: ignore[union-attr]
+                for part in run:
+                    if self.lexicon.words.get(part.norm) is None:  # type: ignore[union-attr]
+                        part.entry = Entry("function")  # type: ignore[union-attr]
+                        part.role = "function"  # type: ignore[union-attr]
+                return True
+        return False
+
+    def _number_words(self, items: list[Word | Value]) -> list[Word | Value]:
+        """A number written as a word is a value ("five emails"); before a word of money
+        ("ten dollars", "dez reais") it is an amount, the two words one value."""
+        out: list[Word | Value] = []
+        skip = False
+        for index, item in enumerate(items):
+            if skip:
+                skip = False
+                continue
+            if not isinstance(item, Word) or item.norm not in self.number_words:
+                out.append(item)
+                continue
+            number = self.number_words[item.norm]
+            following = items[index + 1] if index + 1 < len(items) else None
+            if isinstance(following, Word) and following.norm in self.money_words:
+                text = f"{item.text} {following.text}"
+                out.append(Value(MONEY, number, text, item.start, following.end))
+                skip = True
+            else:
+                out.append(Value(NUMBER, number, item.text, item.start, item.end))
+        return out
+
+    def _lookup(
+        self,
+        word: Word,
+        reading: Reading,
+        previous: Word | Value | None = None,
+        following: Word | Value | None = None,
+    ) -> None:
         if word.entry is not None or word.role == "tool":
             return
         lex = self.lexicon.words
@@ -367,9 +467,20 @@ class Reader:
         if entry is None and "-" in norm:
             entry = lex.get(norm.replace("-", ""))
         if entry is None:
-            # A typo is read only where every known word it could be means the same thing.
+            # A typo is read only where every known word it could be means the same thing --
+            # or where its place leaves one reading: after a little word and before a number
+            # ("do pedio 4411") only a noun stands, so the noun is read if just one is.
             found = sorted(self.typos.candidates(norm))
             entries = {(lex[c].role, lex[c].concept) for c in found if c in lex}
+            if (
+                len(entries) > 1
+                and isinstance(following, Value)
+                and following.kind in (ID, NUMBER)
+                and isinstance(previous, Word)
+                and previous.role in ("determiner", "function")
+            ):
+                found = [c for c in found if lex[c].role == "noun"]
+                entries = {(lex[c].role, lex[c].concept) for c in found}
             if found and len(entries) == 1 and next(iter(entries))[0] in _TYPO_ROLES:
                 corrected = found[0]
                 entry = lex[corrected]
@@ -394,7 +505,15 @@ class Reader:
                 previous = item
                 continue
             word = item
-            self._lookup(word, reading)
+            self._lookup(
+                word, reading, previous, items[index + 1] if index + 1 < len(items) else None
+            )
+            if not head_seen and word.entry is None and word.norm in self.head_courtesy:
+                # "morning! show order 4411": a greeting before the request is nothing.
+                word.entry = Entry("function")
+                word.role = "function"
+            if word.norm in self.whole:
+                reading.whole = True
             role = word.role
             following = items[index + 1] if index + 1 < len(items) else None
             if word.norm in self.separators:
@@ -407,6 +526,8 @@ class Reader:
                 word.role = role = "id_cue"
             if not head_seen and word.norm in self.head_negations:
                 word.role = role = "negation"
+            if not head_seen and word.norm in self.head_compute:
+                word.role = role = "compute"
             if role == "determiner":
                 determined = True
             after_determiner = determined and role != "determiner"

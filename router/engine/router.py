@@ -9,18 +9,24 @@ How a turn becomes a plan, in order; the first step that decides, decides:
 2. A rulebook intent the turn says word for word (`intents`) that leads to a refusal: `declined`,
    naming the flow.
 3. A turn that only gives values, after an `ask`: those values complete the asked call.
-4. A calculation word ("total", "quantos") over many things ("orders", "todos"): a `calculation`
-   over the listing tool that returns them (`declined`, `compute off: ...`, with no sandbox or no
-   model). A calculation or a question about a state ("did you refund ...?") never plans a write.
+4. A calculation word ("total", "how many", "quantos") over many things ("orders", "emails",
+   "todos"): a `calculation` over the listing tool that returns them, the inbox included
+   (`declined`, `compute off: ...`, with no sandbox or no model), with every value the turn types
+   in that read's call (else `unread`). A calculation or a question about a state ("did you
+   refund ...?") never plans a write.
 5. Its action: the verbs it says (several different actions that no one tool does: `unread`),
    else the actions it names as nouns ("o estorno"), else light verbs ("get me ..."). With no
    action, only reads are candidates, and only those whose nouns the turn names.
 6. The tool: every reachable tool that does the action is scored on its nouns, on whether it lists
    when the turn speaks of many, and on how well the turn's values fill its arguments (`slots`).
    A tie is an `ask` naming the tools; a tool this agent cannot reach is `declined`.
-7. Its arguments: a value the tool would refuse is asked for again; a value nothing takes makes a
-   write `unread`; a missing value is taken from a listing tool's result (`chain`, or an `ask`
-   with the options when the list holds several), else asked for (`ask`).
+7. Its arguments. Every value the person typed is in the call or is why the turn is not planned:
+   a value the tool would refuse is asked for again (`ask`, optional argument or not); a value no
+   argument takes -- and that no listing read of the chain takes -- makes the turn `unread`,
+   naming it (`leftover`), for a read as for a write. A missing value is taken from a listing
+   tool's result (`chain`, or an `ask` with the options when the list holds several), else asked
+   for (`ask`); an amount of a write is never taken from a result unless the turn asks for the
+   whole ("the full amount", "estorno integral"): with none typed, it is asked for.
 8. Its order rules: an `after` read that has not run is run first (`chain`: the reads a call
    draws on are chained like missing values); an `after` write that has not run declines it,
    naming the rule.
@@ -105,6 +111,7 @@ class _Turn:
         self.results = results
         self.context = context
         self.on_unread = on_unread
+        self.asked_again = False
         self.why: list[str] = []
 
 
@@ -197,7 +204,19 @@ class Router:
             mark_verbs=frozenset(grammar.MARK_VERBS.split()),
             mark_words=frozenset(grammar.MARK_WORDS.split()),
             head_negations=frozenset(grammar.HEAD_NEGATIONS.split()),
+            head_compute=frozenset(grammar.HEAD_COMPUTE.split()),
             clause_markers=grammar.clause_markers(self.lexicon),
+            whole=frozenset(fold(w) for w in items(grammar.WHOLE)),
+            head_courtesy=frozenset(grammar.HEAD_COURTESY.split()),
+            particles={
+                fold(form): tuple(
+                    (tuple(fold(particle).split()), concept) for particle, concept in particles
+                )
+                for forms, particles in grammar.PARTICLE_VERBS.items()
+                for form in forms.split()
+            },
+            number_words={fold(word): n for word, n in grammar.NUMBER_WORDS.items()},
+            money_words=frozenset(grammar.MONEY_WORDS.split()),
         )
         if learn_intent_words(rulebook, self.reader):
             self.reader = self.reader.rebuilt()
@@ -326,6 +345,7 @@ class Router:
         reading = self.reader.read(turn, today or self._clock())
         setting = self._agent_on_unread or on_unread or self.on_unread
         state = _Turn(reading, read_results(results), context, setting)
+        state.asked_again = asked_again
         self._trace_reading(state)
         blocked = self._blocked(state)
         if blocked is not None:
@@ -612,7 +632,12 @@ class Router:
         found: list[tuple[str, tuple[str, Any]]] = []
         producers_used: set[int] = set()
         for name in list(missing):
-            if name in filled.invalid or profile.by_name[name].slot == "text":
+            param = profile.by_name[name]
+            if name in filled.invalid or param.slot == "text":
+                continue
+            if profile.write and param.amount and not state.reading.whole:
+                # An amount a write moves is the person's to say: "refund order 4411" asks how
+                # much; only "the full amount", "estorno integral" takes the order's own.
                 continue
             got = self._produce(state, profile, profile.by_name[name], filled)
             if got is not None:
@@ -620,9 +645,17 @@ class Router:
                 if got[0][0] != "none":
                     found.append((name, got[0]))
         leftover = [v for v in filled.leftover if id(v) not in producers_used]
-        if leftover and profile.write:
+        # A value two arguments could take is asked for only where one of them is: else nothing
+        # would ever place it, and a call without it is not the call the person asked for.
+        leftover += [
+            value
+            for value, takers in filled.unplaced
+            if id(value) not in producers_used and not set(takers) & set(missing)
+        ]
+        if leftover:
+            # Every value the person typed is in the call or is why the turn is not planned.
             state.why.append("nothing takes " + ", ".join(f"`{v.text}`" for v in leftover))
-            return self._unread(state, "leftover", False, leftover=leftover)
+            return self._unread(state, "leftover", state.asked_again, leftover=leftover)
         if missing:
             for name, got in found:
                 kind, payload = got
@@ -642,6 +675,9 @@ class Router:
             return self._plan(plans.CHAIN, state, call=call, steps=steps, missing=missing,
                               said=filled.said)  # fmt: skip
         if missing:
+            refused = self._refused_before_asking(state, profile, filled, missing)
+            if refused is not None:
+                return refused
             return self._ask(state, profile, filled, missing, options)
         steps = []
         for rule in profile.after:
@@ -674,6 +710,24 @@ class Router:
             return self._plan(plans.CONFIRM, state, call=call, question=question,
                               said=filled.said)  # fmt: skip
         return self._plan(plans.TOOL, state, call=call, said=filled.said)
+
+    def _refused_before_asking(
+        self, state: _Turn, profile: ToolProfile, filled: Filled, missing: list[str]
+    ) -> Plan | None:
+        """A write that lacks only its amount, which the rulebook refuses whatever the amount
+        (the order is not paid, as a read that ran reports): declined now, not asked how much."""
+        if not profile.write or self.rulebook is None or profile.name not in self._governed:
+            return None
+        if not all(profile.by_name[name].amount for name in missing):
+            return None
+        if self._fact_steps(profile, filled.arguments, state.results):
+            return None  # the facts are not known yet: ask, and read them once the call is whole
+        answer = self._gate(state, profile, filled.arguments)
+        if answer is None or answer[0] != "refuse":
+            return None
+        _decision, reasons, detail, rule = answer
+        call = self._call(profile, filled)
+        return self._declined(state, reasons, rule=rule, detail=detail, call=call)
 
     def _plan(self, kind: str, state: _Turn, **fields: Any) -> Plan:
         fields.setdefault("missing", ())
@@ -918,17 +972,36 @@ class Router:
         reading = state.reading
         nouns = reading.noun_concepts()
         best: tuple[int, ToolProfile, Filled] | None = None
+        stray: list[Any] = []
         for reader in self._reads:
-            if reader.reads_outside or not reader.list_like:
+            # A read of outside content (the inbox) is counted too: the function runs in the
+            # sandbox over its results, and no value of them becomes an argument of a call.
+            if not reader.countable:
                 continue
             if nouns and not (reader.nouns & nouns):
                 continue
             own = fill(reader, reading)
+            if own.leftover or own.unplaced or own.invalid:
+                stray = stray or [
+                    *own.leftover,
+                    *(value for value, _ in own.unplaced),
+                    *(v for v in reading.values if v.text in own.invalid.values()),
+                ]
+                continue
             if own.missing(reader):
                 continue
-            rank = 4 * len(reader.name_nouns & nouns) + 2 * len(own.arguments) + reader.result_array
+            rank = (
+                4 * len(reader.name_nouns & nouns)
+                + 2 * len(own.arguments)
+                + reader.result_array
+                + reader.list_like
+            )
             if best is None or rank > best[0]:
                 best = (rank, reader, own)
+        if best is None and stray:
+            # A value the calculation's read would not take: never counted over without it.
+            state.why.append("nothing takes " + ", ".join(f"`{v.text}`" for v in stray))
+            return self._unread(state, "leftover", state.asked_again, leftover=stray)
         if best is None:
             state.why.append("no listing tool returns " + ", ".join(sorted(nouns)))
             return self._unread(state, "no_tool", False)

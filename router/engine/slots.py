@@ -16,9 +16,12 @@ accepts them (a value it refuses is kept as `invalid`, to be asked for again):
 7. any other number or id to the one argument left that accepts it; where two or more would,
    the value is not placed (the person is asked rather than guessed at).
 
-Values no argument of the tool would take are `leftover` (a value two arguments could take,
-left unplaced, is not: the person is asked). `base` is what an earlier turn already gave (the call an
-`ask` was completing): those values stay unless this turn says the same argument again.
+What is left is never dropped. A value the one argument of its kind refuses ("the 70 latest" where
+`limit` is at most 50) is `invalid`, to be asked for again; a value two arguments could take is
+`unplaced`, with the arguments that could (the router asks for one of them, or does not plan the
+turn); a value no argument takes is `leftover` (the router leaves the turn unread, naming it).
+`base` is what an earlier turn already gave (the call an `ask` was completing): those values stay
+unless this turn says the same argument again.
 """
 
 from __future__ import annotations
@@ -45,12 +48,19 @@ class Filled:
     origins: dict[str, str] = field(default_factory=dict)
     invalid: dict[str, str] = field(default_factory=dict)
     leftover: list[Value] = field(default_factory=list)
+    unplaced: list[tuple[Value, tuple[str, ...]]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     used: set[int] = field(default_factory=set)
     sources: dict[str, Value] = field(default_factory=dict)
 
     def missing(self, profile: ToolProfile) -> list[str]:
-        return [p.name for p in profile.params if p.required and p.name not in self.arguments]
+        """The arguments to ask for: required ones not given, and any whose typed value the
+        schema refused (optional or not: a refused value is asked for again, never dropped)."""
+        return [
+            p.name
+            for p in profile.params
+            if p.name not in self.arguments and (p.required or p.name in self.invalid)
+        ]
 
 
 def _normal(text: str) -> str:
@@ -118,7 +128,10 @@ def fill(
 
     def put(param: Param, value: Value, converted: Any, how: str) -> bool:
         if not param.validate(converted):
+            # The argument is the person's, refused: it is asked for again, and no later value
+            # is guessed into it in place of what they typed.
             filled.invalid.setdefault(param.name, value.text)
+            free.pop(param.name, None)
             used.add(id(value))
             filled.trace.append(f"`{value.text}` does not fit {param.name}")
             return False
@@ -217,8 +230,29 @@ def fill(
     for value in values:
         if id(value) in used:
             continue
-        if not any((c := convert(p, value)) is not None and p.validate(c) for p in free.values()):
-            filled.leftover.append(value)
+        takers = [
+            p for p in free.values() if (c := convert(p, value)) is not None and p.validate(c)
+        ]
+        if takers:
+            # Two arguments could take it: placed by neither, so the person is asked -- or, where
+            # none of them is asked for, the turn is not planned (`Filled.unplaced`).
+            filled.unplaced.append((value, tuple(p.name for p in takers)))
+            continue
+        # A word said after a noun ("site north") belongs to that noun's argument, never to
+        # another one that refuses it; with no such argument it is left over (a listing read
+        # may take it).
+        refusers = [
+            p for p in free.values() if value.kind != WORD_VALUE and convert(p, value) is not None
+        ]
+        if len(refusers) == 1 and refusers[0].name not in filled.invalid:
+            # The one argument of that kind refuses it ("the 70 latest" where at most 50 are
+            # read): asked for again, never dropped.
+            filled.invalid[refusers[0].name] = value.text
+            free.pop(refusers[0].name, None)
+            used.add(id(value))
+            filled.trace.append(f"`{value.text}` does not fit {refusers[0].name}")
+            continue
+        filled.leftover.append(value)
     for value in reading.texts:
         if id(value) not in used and value.tag != "reason":
             filled.leftover.append(value)

@@ -92,6 +92,7 @@ class ToolProfile:
     reads_outside: bool
     after: tuple[OrderRule, ...] = ()
     agents: tuple[str, ...] = ()
+    countable: bool = False
     by_name: Mapping[str, Param] = field(default_factory=dict)
 
     @property
@@ -258,6 +259,9 @@ def profile_tool(tool: Tool, lexicon: Lexicon, agents: tuple[str, ...]) -> ToolP
         fields = result["items"].get("properties")
     produces = frozenset(fields) if isinstance(fields, Mapping) else frozenset()
     list_like = bool(verbs & {"list", "search"}) or result_array or plural_name
+    # A read that takes a limit returns several things (`read_inbox(limit)`): a calculation may
+    # count or sum over it, though a turn that names one thing still reads it as one.
+    countable = list_like or any("limit" in p.cues for p in params)
     return ToolProfile(
         name=tool.name,
         kind=tool.kind,
@@ -266,6 +270,7 @@ def profile_tool(tool: Tool, lexicon: Lexicon, agents: tuple[str, ...]) -> ToolP
         name_nouns=frozenset(name_nouns),
         nouns=frozenset(nouns),
         list_like=list_like,
+        countable=countable,
         params=tuple(params),
         produces=produces,
         result_array=result_array,

@@ -3,7 +3,8 @@
 One regular expression per language (ASCII: only 0-9 are digits) over the folded turn finds, in this order of
 preference: URLs, e-mail addresses, channels (`#team`), dates (ISO `2026-03-05`; `3/5/2026` is
 month/day in English and `5/3/2026` day/month in pt-BR; "March 5th", "5 de março", "dia 5", "the
-5th"; "in 3 days", "daqui a 3 dias", "3 days ago", "há 3 dias"), money ("$1,234.56", "40 dollars";
+5th"; "in 3 days", "daqui a 3 dias", "3 days ago", "há 3 dias"; "the last 7 days", "últimos 7
+dias": the day 7 days back, from which on), money ("$1,234.56", "40 dollars";
 "R$ 1.234,56", "40,00", "40 reais"), ids (a word with digits and letters, `A1`, `WO-1042`, or
 `#4411`) and numbers ("1,234.56" in English, "1.234,56" in pt-BR).
 
@@ -117,7 +118,8 @@ def value_grammar(language: str, months: dict[str, int], markers: dict[str, str]
             rf"(?P<dmonth>\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{month})\b(?:,?\s+\d{{4}})?)",
             r"(?P<ordinal>\bthe\s+\d{1,2}(?:st|nd|rd|th)\b)",
             r"(?P<inn>\bin\s+(?P<inn_n>\d{1,3})\s+days?\b)",
-            r"(?P<ago>\b(?P<ago_n>\d{1,3})\s+days?\s+ago\b)",
+            r"(?P<ago>\b(?P<ago_n>\d{1,3})\s+days?\s+ago\b|\b(?:last|past)\s+(?P<ago_m>\d{1,3})"
+            r"\s+days\b)",
             rf"(?P<money>(?:\$|\busd\s?)\s?(?P<money_a>{num})(?!\d)|\b(?P<money_b>{num})\s?"
             r"(?:dollars?|bucks|usd)\b)",
             r"(?P<bad>\b\d+(?:,\d{3})*,(?:\d{1,2}|\d{4,})\b)",
@@ -128,7 +130,7 @@ def value_grammar(language: str, months: dict[str, int], markers: dict[str, str]
         ]
         thousands, decimal, day_first = ",", ".", False
         hint = "write numbers the English way (1,234.56)"
-        openers = {"the", "in", "usd", "$"}
+        openers = {"the", "in", "usd", "$", "last", "past"}
     else:
         num = _NUM_PT
         parts = [
@@ -141,7 +143,7 @@ def value_grammar(language: str, months: dict[str, int], markers: dict[str, str]
             r"(?P<ordinal>\bdia\s+\d{1,2}\b)",
             r"(?P<inn>\b(?:daqui\s+a|em)\s+(?P<inn_n>\d{1,3})\s+dias?\b)",
             r"(?P<ago>\b(?:ha|faz)\s+(?P<ago_n>\d{1,3})\s+dias?\b|\b(?P<ago_m>\d{1,3})\s+dias?"
-            r"\s+atras\b)",
+            r"\s+atras\b|\b(?:ultimos|passados)\s+(?P<ago_l>\d{1,3})\s+dias\b)",
             rf"(?P<money>(?:\br\$|\$|\bbrl\s?)\s?(?P<money_a>{num})(?!\d)|\b(?P<money_b>{num})\s?"
             r"(?:reais|real|brl|pilas?|contos?)\b)",
             r"(?P<bad>\b\d+(?:\.\d{3})*\.(?:\d{1,2}|\d{4,})\b)",
@@ -152,7 +154,7 @@ def value_grammar(language: str, months: dict[str, int], markers: dict[str, str]
         ]
         thousands, decimal, day_first = ".", ",", True
         hint = "write numbers the Brazilian way (1.234,56)"
-        openers = {"dia", "daqui", "em", "ha", "faz", "r$", "brl", "$"}
+        openers = {"dia", "daqui", "em", "ha", "faz", "r$", "brl", "$", "ultimos", "passados"}
     free_text = tuple(
         (tuple(item.split()), kind)
         for kind, text in markers.items()
@@ -309,7 +311,8 @@ def _collect(
             days = int(match.group("inn_n"))
             value = Value(DATE, (today + dt.timedelta(days=days)).isoformat(), typed, start, end)
         elif kind == "ago":
-            days = int(match.group("ago_n") or match.group("ago_m"))
+            groups = match.groupdict()
+            days = int(groups.get("ago_n") or groups.get("ago_m") or groups.get("ago_l"))
             value = Value(DATE, (today - dt.timedelta(days=days)).isoformat(), typed, start, end)
         elif kind == "money":
             amount = match.group("money_a") or match.group("money_b")

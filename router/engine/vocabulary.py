@@ -16,10 +16,16 @@
     tools:                       # phrases that name one tool outright
       request_close:
         pt-BR: [pedir o fechamento]
+    filler:                      # words around a request that mean nothing here, by any label
+      sign-offs:
+        pt-BR: [tmj, "fico no aguardo"]
+        en: [ta, "speak soon"]
 
 Verbs are given as the infinitive (pt-BR) or base form (en); the forms a request uses are made from
-them. A phrase of several words is read as one. Every section is optional; anything else is an
-error. Loading collects every issue at once, each naming its YAML path and line
+them. A phrase of several words is read as one. `filler` words are read as nothing -- an
+organisation's own greetings, sign-offs and team slang -- and never replace a word the grammar or
+the catalogue gives a meaning (a filler "refund" is still a refund; a filler "not" still negates).
+Every section is optional; anything else is an error. Loading collects every issue at once, each naming its YAML path and line
 (`verbs.refund.pt-BR[1] (line 7): must be text`), and raises `VocabularyInvalid`; nothing half
 loaded is used. The engine gets the file's text, never the file.
 """
@@ -35,7 +41,7 @@ import yaml
 from .errors import Issue, VocabularyInvalid
 
 LANGUAGES = ("en", "pt-BR")
-SECTIONS = ("settings", "verbs", "nouns", "values", "tools")
+SECTIONS = ("settings", "verbs", "nouns", "values", "tools", "filler")
 SETTINGS = ("language",)
 MAX_WORDS = 6
 
@@ -49,6 +55,7 @@ class Vocabulary:
     nouns: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     values: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     tools: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    filler: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
     def words(self, section: str, language: str) -> dict[str, tuple[str, ...]]:
         table: Mapping[str, Mapping[str, tuple[str, ...]]] = getattr(self, section)
@@ -184,4 +191,5 @@ def load_vocabulary(text: str | None, *, filename: str = "vocabulary.yaml") -> V
         nouns=sections.get("nouns", {}),
         values=sections.get("values", {}),
         tools=sections.get("tools", {}),
+        filler=sections.get("filler", {}),
     )

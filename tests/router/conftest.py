@@ -104,6 +104,14 @@ PROFILES = {
         on_unread="answer",
         documents=DOCUMENTS,
     ),
+    "shop_compute": lambda language: Router(
+        shop_file(),
+        rulebook=shop_rulebook(),
+        language=language,
+        today=TODAY,
+        agent="desk",
+        sandbox=_sandbox,
+    ),
     "erp": lambda language: Router(erp_catalogue(), language=language, today=TODAY),
     "erp_rules": lambda language: Router(
         erp_catalogue(), rulebook=erp_rulebook(), language=language, today=TODAY

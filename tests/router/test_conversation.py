@@ -89,7 +89,7 @@ def test_a_whole_conversation_runs_without_a_model(conversation):
 
 def test_a_chain_runs_its_reads_then_the_plan_they_make(conversation):
     talk = conversation
-    reply = talk.say("refund order 4411")
+    reply = talk.say("refund the full amount of order 4411")
     assert [c["call"]["tool"] for c in reply.checks] == ["get_order", "refund_card"]
     assert reply.waiting == "confirm"
     assert reply.plan.call["arguments"] == {"order_id": "4411", "amount": 40.0}
@@ -98,9 +98,20 @@ def test_a_chain_runs_its_reads_then_the_plan_they_make(conversation):
 
 
 def test_the_rulebook_declines_a_refund_of_an_unpaid_order(conversation):
-    reply = conversation.say("refund order 4412")
+    reply = conversation.say("refund $5 on order 4412")
     assert reply.plan.kind == "declined" and reply.plan.rule == "refunds"
     assert "refunds" in reply.text
+
+
+def test_a_refund_with_no_amount_typed_asks_how_much_then_runs_what_was_typed(conversation):
+    talk = conversation
+    asked = talk.say("refund order 4411")
+    assert (asked.plan.kind, asked.plan.missing) == ("ask", ("amount",))
+    assert talk.ran == []
+    reply = talk.say("$15")
+    assert reply.waiting == "confirm"
+    assert reply.plan.call["arguments"] == {"order_id": "4411", "amount": 15}
+    assert reply.plan.call["origins"] == {"order_id": "typed", "amount": "typed"}
 
 
 def test_an_ask_is_completed_by_the_next_turn(conversation):

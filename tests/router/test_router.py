@@ -79,14 +79,32 @@ def test_an_ask_is_completed_by_the_next_turn_that_gives_its_values(shop):
 def test_a_chain_is_fed_back_its_results_and_the_plan_they_make_replaces_it(shop):
     check = ToolCheck(shop.catalogue, key=KEY)
     history = check.new_history("s")
-    first = shop.plan("refund order 4411")
+    first = shop.plan("refund the full amount of order 4411")
     assert first.kind == "chain" and first.missing == ("amount",)
     check.record(history, dict(first.steps[0]), {"order_id": "4411", "status": "paid",
                                                   "amount": 40.0, "card": "v"})  # fmt: skip
-    second = shop.plan("refund order 4411", results=history)
+    second = shop.plan("refund the full amount of order 4411", results=history)
     assert second.kind == "confirm"
     assert second.call["arguments"] == {"order_id": "4411", "amount": 40.0}
     assert second.call["origins"] == {"order_id": "typed", "amount": "tool"}
+
+
+def test_a_refund_with_no_amount_typed_asks_for_it_even_where_a_read_reports_one(shop):
+    results = [{"tool": "get_order", "arguments": {"order_id": "4411"},
+                "result": {"status": "paid", "amount": 40.0, "card": "v"}}]  # fmt: skip
+    for turn in ("refund order 4411", "charge order 4411"):
+        plan = shop.plan(turn, results=results)
+        assert (plan.kind, plan.missing) == ("ask", ("amount",)), turn
+        assert plan.call["arguments"] == {"order_id": "4411"}
+    whole = shop.plan("refund order 4411 in full", results=results)
+    assert whole.kind == "confirm" and whole.call["origins"]["amount"] == "tool"
+
+
+def test_a_refund_the_rules_refuse_whatever_the_amount_is_declined_before_asking_how_much(shop):
+    results = [{"tool": "get_order", "arguments": {"order_id": "4412"},
+                "result": {"status": "open", "amount": 12.5}}]  # fmt: skip
+    plan = shop.plan("refund order 4412", results=results)
+    assert (plan.kind, plan.rule) == ("declined", "refunds")
 
 
 def test_a_refusal_of_the_rulebook_names_its_rule(shop):

@@ -103,3 +103,50 @@ def test_without_the_vocabulary_the_same_turn_is_unread():
 def test_a_router_refuses_an_invalid_vocabulary():
     with pytest.raises(VocabularyInvalid):
         Router(shop_file(), vocabulary="verbs: 3\n")
+
+
+JARGON = """\
+settings:
+  language: pt-BR
+filler:
+  despedidas da loja:
+    pt-BR: [tmj, fico no aguardo]
+  palavras que não podem virar nada:
+    pt-BR: [estorne, não]
+"""
+
+
+def test_filler_words_of_the_vocabulary_are_read_as_nothing():
+    plain = Router(shop_file(), language="pt-BR", today=TODAY)
+    assert plain.plan("mostra o pedido 4411, fico no aguardo, tmj").kind == "unread"
+    router = Router(shop_file(), vocabulary=JARGON, today=TODAY)
+    plan = router.plan("mostra o pedido 4411, fico no aguardo, tmj")
+    assert (plan.kind, plan.tool) == ("tool", "get_order")
+
+
+def test_a_filler_word_never_takes_away_a_meaning_the_grammar_gives():
+    router = Router(shop_file(), vocabulary=JARGON, today=TODAY)
+    assert router.plan("não estorne o pedido 4411").reasons == ("unread: negated",)
+    assert router.plan("estorne R$ 20 do pedido 4411").tool == "refund_card"
+
+
+README_EXAMPLE = """\
+settings:
+  language: pt-BR
+verbs:
+  refund:
+    pt-BR: [reembolsar]
+nouns:
+  order:
+    pt-BR: [ticket, OS]
+filler:
+  despedidas da loja:
+    pt-BR: [tmj, fico no aguardo]
+"""
+
+
+def test_the_readme_example_reads_the_desk_s_own_words():
+    router = Router(shop_file(), vocabulary=README_EXAMPLE, today=TODAY)
+    plan = router.plan("reembolse R$ 20 do ticket 4411, fico no aguardo")
+    assert (plan.kind, plan.tool) == ("confirm", "refund_card")  # no rulebook here
+    assert plan.call["arguments"] == {"order_id": "4411", "amount": 20}
