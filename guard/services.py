@@ -86,6 +86,17 @@ def _tool_check(session: GuardSession) -> engine.ToolCheck:
     )
 
 
+def session_history(check: engine.ToolCheck, session: GuardSession) -> engine.History:
+    """The session's history, verified against the head the server kept; `HistoryInvalid` else."""
+    return check.load_history(session.history, head=session.head)
+
+
+def session_keep(session: GuardSession, history: engine.History) -> list[str]:
+    """Keep a history and its head on the session (the caller saves the fields named)."""
+    session.history, session.head = history.to_json(), history.head
+    return ["history", "head"]
+
+
 @transaction.atomic
 def session_create(
     *, actor: Actor, agent: str, catalogue: Any, rulebook: Any = None
@@ -114,7 +125,7 @@ def session_create(
         rulebook=record,
         settings=engine_settings(actor.organisation.pk),
     )
-    session.history = check.new_history(str(session.public_id)).to_json()
+    session_keep(session, check.new_history(str(session.public_id)))
     session.save()
     return session
 
@@ -174,6 +185,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     decision = check.check(
         call,
         session=session.history,
+        head=session.head,
         context=data.get("context"),
         token=data.get("token"),
         checks=data.get("checks"),
@@ -214,12 +226,11 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     check = _tool_check(session)
     try:
-        history = check.load_history(session.history)
+        history = session_history(check, session)
         entry = check.record(history, _call(session, data), data.get("result"))
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
-    session.history = history.to_json()
-    session.save(update_fields=["history", "updated_at"])
+    session.save(update_fields=[*session_keep(session, history), "updated_at"])
     return {"index": len(history) - 1, "mac": getattr(entry, "mac", None)}
 
 
