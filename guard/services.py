@@ -18,6 +18,7 @@ from django.db import transaction
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
 from console.services import event_record
+from firewall.engine.names import name_key
 from guard import engine
 from guard.models import GuardSession
 from rulebooks import compiler
@@ -149,10 +150,14 @@ def _controls(
     call: dict[str, Any],
     result: dict[str, Any],
 ) -> dict[str, Any]:
-    """What sequence alerts switched on, applied after the check: they only make it stricter."""
+    """What sequence alerts switched on, applied after the check: they only make it stricter.
+
+    Agent and tool names are compared in their normal form (a switch set for `desk` holds for
+    `Desk`); whether the tool reads is the catalogue's word.
+    """
     tool = str(call.get("tool") or "")
-    key = {"organisation": actor.organisation, "agent": session.agent}
-    if ToolSwitch.objects.filter(**key, tool=tool, enabled_at=None).exists():
+    key = {"organisation": actor.organisation, "agent": name_key(session.agent)}
+    if ToolSwitch.objects.filter(**key, tool=name_key(tool), enabled_at=None).exists():
         return {
             "decision": "refuse",
             "reasons": ["tool_disabled"],

@@ -71,3 +71,14 @@ def same_name(first: object, second: object) -> bool:
     if name_problem(first) is not None or name_problem(second) is not None:
         return False
     return first.casefold() == second.casefold()  # type: ignore[union-attr]
+
+
+def name_key(name: object) -> str:
+    """The key a hold or a switch is stored and looked up under: the normal form of the name.
+
+    A malformed name (which every entry has refused already) keeps its own text, so it never
+    shares a key with a well-formed one.
+    """
+    if name_problem(name) is None:
+        return name.casefold()  # type: ignore[union-attr]
+    return "" if name is None else str(name)
