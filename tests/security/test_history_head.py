@@ -131,6 +131,8 @@ def test_a_history_cut_short_behind_the_consoles_back_is_refused(desk, editor, c
     for _ in range(2):
         recorded = _post(client, f"/v1/sessions/{session_id}/record", {**read, "result": {}})
         assert recorded.status_code in (200, 201), recorded.content
+    before = _post(client, f"/v1/sessions/{session_id}/check", read).json()
+    assert before["decision"] == "allow"
     session = GuardSession.objects.get(public_id=session_id)
     session.history = {**session.history, "entries": session.history["entries"][:1]}
     session.save(update_fields=["history"])
