@@ -14,6 +14,7 @@ set, bytes, an object).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -25,14 +26,22 @@ from .errors import GuardError
 # The integers an IEEE 754 double holds exactly: RFC 8785 writes every number as one.
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 64
+# Floats both Python's `repr` and ECMAScript write in fixed notation, and the first surrogate:
+# keys below it sort alike by code point and by UTF-16 code unit.
+_FIXED_LOW, _FIXED_HIGH = 1e-4, 1e16
+_SURROGATES = "\ud800"
 
 
 class NotJSON(GuardError):
     """A value that has no canonical JSON form."""
 
 
-def _normalise(value: Any, depth: int = 0) -> Any:
-    """The value as plain JSON data (dicts, lists, scalars), or `NotJSON` saying what is wrong."""
+def _normalise(value: Any, plain: list[bool], depth: int = 0) -> Any:
+    """The value as plain JSON data (dicts, lists, scalars), or `NotJSON` saying what is wrong.
+
+    `plain[0]` is cleared where the value holds something `json.dumps` would write otherwise than
+    RFC 8785 (see `canonical_bytes`); an integral float comes back as an int, as RFC 8785 writes it.
+    """
     if depth > MAX_DEPTH:
         raise NotJSON(f"the value is nested more than {MAX_DEPTH} levels deep")
     if value is None or isinstance(value, (bool, str)):
@@ -45,20 +54,29 @@ def _normalise(value: Any, depth: int = 0) -> Any:
             raise NotJSON(
                 f"the integer `{value}` is not exactly a JSON number (an IEEE 754 double)"
             )
+        plain[0] = False
         return as_double
     if isinstance(value, float):
         if not math.isfinite(value):
             raise NotJSON("a number is not finite")
+        if value.is_integer():
+            if abs(value) <= MAX_SAFE_INTEGER:
+                return int(value)
+            plain[0] = False  # `json` would write `9007199254740992.0`
+        elif not _FIXED_LOW <= abs(value) < _FIXED_HIGH:
+            plain[0] = False
         return value
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NotJSON(f"a key is not a string: `{key!r}`")
-            out[key] = _normalise(item, depth + 1)
+            if not key.isascii() and max(key) >= _SURROGATES:
+                plain[0] = False
+            out[key] = _normalise(item, plain, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [_normalise(item, depth + 1) for item in value]
+        return [_normalise(item, plain, depth + 1) for item in value]
     raise NotJSON(f"a value of type `{type(value).__name__}` is not JSON")
 
 
@@ -79,11 +97,25 @@ def _double(value: int) -> float | None:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """Return the RFC 8785 canonical JSON of `value` as UTF-8 bytes, or raise `NotJSON`."""
+    """Return the RFC 8785 canonical JSON of `value` as UTF-8 bytes, or raise `NotJSON`.
+
+    Where the value holds nothing the two forms write differently, the C `json` encoder writes it
+    (three to four times faster than the pure-Python `rfc8785`): its escapes are the RFC's, its
+    integers too, a float in [1e-4, 1e16) is written in both as its shortest round-trip digits
+    without an exponent, and keys with no character at or above U+D800 sort alike by code point
+    and by UTF-16 code unit. Anything else (another float, such a key) goes to `rfc8785`. A test
+    holds the two to one answer on random values.
+    """
+    plain = [True]
+    normalised = _normalise(value, plain)
     try:
-        return rfc8785.dumps(_normalise(value))
-    except rfc8785.CanonicalizationError as error:
-        # What `_normalise` lets through and JCS still refuses: text that is not Unicode.
+        if plain[0]:
+            return json.dumps(
+                normalised, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ).encode("utf-8")
+        return rfc8785.dumps(normalised)
+    except (UnicodeEncodeError, rfc8785.CanonicalizationError) as error:
+        # What `_normalise` lets through and neither writes: text that is not Unicode.
         raise NotJSON(f"the value has no canonical form: {error}") from None
 
 

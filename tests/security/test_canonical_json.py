@@ -16,6 +16,9 @@ import struct
 from pathlib import Path
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guard.engine import History, NotJSON, ToolCheck, canonical_json
 from guard.engine.canonical import is_json
@@ -112,6 +115,34 @@ def test_an_idempotency_key_is_derived_from_the_rfc_8785_bytes_of_the_intent():
         '"organisation":"1","session":"s","step":0,"tool":"pay","v":1}'
     )
     assert key == "ik1-" + hashlib.sha256(material.encode()).hexdigest()
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(),
+)
+_values = st.recursive(
+    _scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values)
+def test_the_fast_path_writes_exactly_what_rfc8785_writes(value):
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:
+        with pytest.raises(NotJSON):
+            canonical_json(value)
+        return
+    assert canonical_json(value).encode() == expected
 
 
 MIGRATION = importlib.import_module("guard.migrations.0003_session_head_rfc8785")
