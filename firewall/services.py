@@ -468,7 +468,8 @@ def firewall_evaluate(
             decision=result["decision"],
             verdict=result["verdict"],
             session=str(call.get("session", "")),
-            agent=str(call.get("agent", "")),
+            # the normal form: a chain, a hold and a switch are one for `Desk` and `desk`
+            agent=name_key(call.get("agent", "")),
             tool=str(call.get("tool", "")),
             stage=str(
                 call.get("stage", "") or ("egress" if call.get("destination") else "tool_call")

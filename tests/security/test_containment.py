@@ -116,6 +116,21 @@ def test_an_alert_raised_on_calls_from_Desk_holds_and_switches_off_desk(actor, o
     assert later["reasons"] == ["tool_disabled"]
 
 
+@pytest.mark.django_db
+def test_a_chain_split_between_Desk_and_desk_still_raises_its_alert(actor, organisation):
+    from tests.firewall.test_sequences import EXFIL, drain_all
+
+    policy = firewall_services.policy_create(actor=actor, name="production")
+    rule = {**EXFIL, "sequence": {**EXFIL["sequence"], "on_match": ["hold_session"]}}
+    firewall_services.rule_create(actor=actor, policy=policy, data=rule)
+    for agent in ("Desk", "desk", "DESK"):
+        _evaluate(actor, tool="crm.read", agent=agent, session="s1")
+    _evaluate(actor, tool="crm.export", agent="dEsk", session="s1")
+    _evaluate(actor, tool="http.post", agent="Desk", session="s1", destination="https://x.org/")
+    drain_all()
+    assert SessionHold.objects.get().agent == "desk"
+
+
 # -- malformed names, at every entry --------------------------------------------------------------
 
 
