@@ -161,9 +161,11 @@ def test_a_history_the_console_signed_before_the_change_still_verifies_after_the
         organisation=organisation, agent="desk", catalogue={}, created_by="test"
     )
     key = MIGRATION._history_key(organisation.pk)
-    # Signed the old way: json.dumps with sorted keys writes 1e16 as `1e+16`.
+    # Signed the old way: `1e-07`, and the emoji key sorted after U+FB33 by code point. (Not 1e16:
+    # PostgreSQL's jsonb hands it back as an integer, which the old form wrote differently.)
     sid = str(session.public_id)
-    content = {"tool": "pay", "arguments": {"amount": 1e16}, "result": None}
+    arguments = {"amount": 1e-7, "\ufb33": 1, "\U0001f600": 2}
+    content = {"tool": "pay", "arguments": arguments, "result": None}
     message = f'["stalwart-history/1","{sid}",0,{MIGRATION._old_canonical(content)},""]'
     mac = hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
     session.history = {"session": sid, "entries": [{"index": 0, "content": content, "mac": mac}]}
