@@ -33,6 +33,7 @@ from console.models import (
 )
 from firewall import engine
 from firewall.engine.globs import compile_glob
+from firewall.engine.names import name_key
 from firewall.engine.vocabulary import DECISION_OF_VERDICT
 from firewall.models import MatcherShard, Policy, SequenceAlert, SequenceState
 
@@ -377,15 +378,17 @@ def _set_off(event: Event, rule: SequenceRule, alert: Event) -> None:
     actions = _actions(rule)
     reason = f"sequence rule `{rule.name}` matched (alert {alert.pk})"
     org = event.organisation_id
+    # Holds and switches are kept under the names' normal form, as every entry looks them up.
+    agent, tool = name_key(event.agent), name_key(event.tool)
     if (
         "hold_session" in actions
         and not SessionHold.objects.filter(
-            organisation_id=org, agent=event.agent, session=event.session, released_at=None
+            organisation_id=org, agent=agent, session=event.session, released_at=None
         ).exists()
     ):
         SessionHold.objects.create(
             organisation_id=org,
-            agent=event.agent,
+            agent=agent,
             session=event.session,
             reason=reason,
             alert=alert,
@@ -393,11 +396,11 @@ def _set_off(event: Event, rule: SequenceRule, alert: Event) -> None:
     if (
         "disable_tool" in actions
         and not ToolSwitch.objects.filter(
-            organisation_id=org, agent=event.agent, tool=event.tool, enabled_at=None
+            organisation_id=org, agent=agent, tool=tool, enabled_at=None
         ).exists()
     ):
         ToolSwitch.objects.create(
-            organisation_id=org, agent=event.agent, tool=event.tool, reason=reason, alert=alert
+            organisation_id=org, agent=agent, tool=tool, reason=reason, alert=alert
         )
     if "notify" in actions:
         url = (

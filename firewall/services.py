@@ -22,6 +22,7 @@ from console.access import Actor, require
 from console.models import SessionHold, ToolSwitch
 from console.services import audit_record, event_record
 from firewall import engine
+from firewall.engine.names import name_key
 from firewall.matching import sequence_rules
 from firewall.models import Policy, Rule, RuleMatchCount
 from firewall.runtime import compiled_for, policy_json
@@ -371,27 +372,51 @@ def active_policy(*, organisation) -> Policy | None:  # noqa: ANN001
     return Policy.objects.filter(organisation=organisation, active=True).first()
 
 
+def _kind(actor: Actor, call: dict[str, Any]) -> str:
+    """The kind of the called tool, never what the call declares.
+
+    It comes from the catalogue of the organisation's tool-check session the call names (its tool
+    kinds applied); a tool no catalogue of this organisation describes counts as a write.
+    """
+    from guard.models import GuardSession
+    from guard.services import _tool_check
+
+    try:
+        public_id = uuid.UUID(str(call.get("session", "")))
+    except ValueError:
+        return "write"
+    session = GuardSession.objects.filter(
+        organisation=actor.organisation, public_id=public_id
+    ).first()
+    if session is None:
+        return "write"
+    known = _tool_check(session).catalogue.tools.get(str(call.get("tool", "")))
+    return "write" if known is None else known.kind
+
+
 def _controls(actor: Actor, call: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """Apply what sequence alerts switched on: a tool off for the agent, a session on hold.
 
-    Both only make the answer stricter. A held session sends every call that is not declared a
-    read (`kind`) to a person: a call nobody marked counts as a write.
+    Both only make the answer stricter. Agent and tool names are compared in their normal form
+    (`Desk` is `desk`). A held session sends every call that is not a read to a person; whether a
+    tool reads is the catalogue's word (`_kind`), never the call's `kind`.
     """
-    agent, session = str(call.get("agent", "")), str(call.get("session", ""))
+    agent, session = name_key(call.get("agent", "")), str(call.get("session", ""))
     if ToolSwitch.objects.filter(
         organisation=actor.organisation,
         agent=agent,
-        tool=str(call.get("tool", "")),
+        tool=name_key(call.get("tool", "")),
         enabled_at=None,
     ).exists():
         return {**_refusal(call, "tool_disabled"), "policy": result.get("policy")}
     held = (
         session
+        and result["decision"] == "allow"
         and SessionHold.objects.filter(
             organisation=actor.organisation, agent=agent, session=session, released_at=None
         ).exists()
     )
-    if held and call.get("kind", "write") != "read" and result["decision"] == "allow":
+    if held and _kind(actor, call) != "read":
         return {
             **result,
             "verdict": "require_approval",
@@ -482,7 +507,8 @@ def firewall_evaluate(
             decision=result["decision"],
             verdict=result["verdict"],
             session=str(call.get("session", "")),
-            agent=str(call.get("agent", "")),
+            # the normal form: a chain, a hold and a switch are one for `Desk` and `desk`
+            agent=name_key(call.get("agent", "")),
             tool=str(call.get("tool", "")),
             stage=str(
                 call.get("stage", "") or ("egress" if call.get("destination") else "tool_call")

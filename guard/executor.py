@@ -56,7 +56,7 @@ from guard.engine.execution import (
     undo_plan,
 )
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
-from guard.services import _controls, _tool_check
+from guard.services import _controls, _tool_check, session_history, session_keep
 
 __all__ = [
     "ExecutionContext",
@@ -415,6 +415,7 @@ class Executor:
             decision = check.check(
                 call,
                 session=history if history is not None else session.history,
+                head=session.head,
                 context=context,
                 token=token,
             ).to_dict()
@@ -530,12 +531,11 @@ class Executor:
         with transaction.atomic():
             session = GuardSession.objects.select_for_update().get(pk=self.session.pk)
             check = started["check"]  # built for this call by `_begin` or `complete`
-            history = check.load_history(session.history)
+            history = session_history(check, session)
             check.record(history, call, result)
             index = len(history) - 1
-            session.history = history.to_json()
-            session.save(update_fields=["history", "updated_at"])
-            self.session.history = session.history
+            session.save(update_fields=[*session_keep(session, history), "updated_at"])
+            self.session.history, self.session.head = session.history, session.head
             steps: list[PendingStep] = []
             if key:
                 effect = Effect.objects.select_for_update().get(organisation=organisation, key=key)
@@ -710,7 +710,7 @@ class Executor:
     def undo(self) -> list[dict[str, Any]]:
         """Compensate this run's writes, last first; report the ones that cannot be undone."""
         check = _tool_check(self.session)
-        history = check.load_history(self.session.history)
+        history = session_history(check, self.session)
         entries = [entry.content for entry in history]
         undone = [index for index in range(len(history)) if history.undone_by(index) is not None]
         report: list[dict[str, Any]] = []
@@ -746,7 +746,7 @@ def _nothing(arguments: dict[str, Any], context: ExecutionContext) -> None:
 def _verified(check: engine.ToolCheck, session: GuardSession) -> engine.History | None:
     """The session's history, verified; None when it does not verify (the check then refuses)."""
     try:
-        return check.load_history(session.history)
+        return session_history(check, session)
     except engine.GuardError:
         return None
 

@@ -21,6 +21,9 @@ class GuardSession(models.Model):
     catalogue = models.JSONField()
     rulebook = models.JSONField(null=True, blank=True)
     history = models.JSONField(default=dict)
+    # The point the history must end at (`{session, length, mac}`), kept beside it and written in
+    # the same save: a history cut short, emptied or swapped for another session's does not verify.
+    head = models.JSONField(default=dict)
     turns = models.JSONField(default=list)
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)

@@ -18,6 +18,7 @@ from django.db import transaction
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
 from console.services import event_record
+from firewall.engine.names import name_key
 from guard import engine
 from guard.models import GuardSession
 from rulebooks import compiler
@@ -86,6 +87,17 @@ def _tool_check(session: GuardSession) -> engine.ToolCheck:
     )
 
 
+def session_history(check: engine.ToolCheck, session: GuardSession) -> engine.History:
+    """The session's history, verified against the head the server kept; `HistoryInvalid` else."""
+    return check.load_history(session.history, head=session.head)
+
+
+def session_keep(session: GuardSession, history: engine.History) -> list[str]:
+    """Keep a history and its head on the session (the caller saves the fields named)."""
+    session.history, session.head = history.to_json(), history.head
+    return ["history", "head"]
+
+
 @transaction.atomic
 def session_create(
     *, actor: Actor, agent: str, catalogue: Any, rulebook: Any = None
@@ -114,7 +126,7 @@ def session_create(
         rulebook=record,
         settings=engine_settings(actor.organisation.pk),
     )
-    session.history = check.new_history(str(session.public_id)).to_json()
+    session_keep(session, check.new_history(str(session.public_id)))
     session.save()
     return session
 
@@ -138,10 +150,14 @@ def _controls(
     call: dict[str, Any],
     result: dict[str, Any],
 ) -> dict[str, Any]:
-    """What sequence alerts switched on, applied after the check: they only make it stricter."""
+    """What sequence alerts switched on, applied after the check: they only make it stricter.
+
+    Agent and tool names are compared in their normal form (a switch set for `desk` holds for
+    `Desk`); whether the tool reads is the catalogue's word.
+    """
     tool = str(call.get("tool") or "")
-    key = {"organisation": actor.organisation, "agent": session.agent}
-    if ToolSwitch.objects.filter(**key, tool=tool, enabled_at=None).exists():
+    key = {"organisation": actor.organisation, "agent": name_key(session.agent)}
+    if ToolSwitch.objects.filter(**key, tool=name_key(tool), enabled_at=None).exists():
         return {
             "decision": "refuse",
             "reasons": ["tool_disabled"],
@@ -174,6 +190,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     decision = check.check(
         call,
         session=session.history,
+        head=session.head,
         context=data.get("context"),
         token=data.get("token"),
         checks=data.get("checks"),
@@ -214,12 +231,11 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     check = _tool_check(session)
     try:
-        history = check.load_history(session.history)
+        history = session_history(check, session)
         entry = check.record(history, _call(session, data), data.get("result"))
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
-    session.history = history.to_json()
-    session.save(update_fields=["history", "updated_at"])
+    session.save(update_fields=[*session_keep(session, history), "updated_at"])
     return {"index": len(history) - 1, "mac": getattr(entry, "mac", None)}
 
 

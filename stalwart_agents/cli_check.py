@@ -43,6 +43,11 @@ def _run(args: argparse.Namespace) -> int:
     except engine.GuardError as exc:
         raise InputError(str(exc)) from exc
     history = check.new_history("cli")
+    head = None
+    if args.history_head and not args.history:
+        raise InputError(
+            "--history-head names the head of a signed history: give it with --history"
+        )
     if args.history:
         past = read_json(args.history)
         if isinstance(past, list):
@@ -57,10 +62,22 @@ def _run(args: argparse.Namespace) -> int:
                     check.record(history, done, entry.get("result"))
                 except (engine.GuardError, engine.MalformedCall) as exc:
                     raise InputError(f"`{args.history}`[{index}]: {exc}") from exc
+        elif not args.history_head:
+            # A signed history is only ever verified against the head it must end at: without it,
+            # one cut short, emptied or taken from another session would pass as this one.
+            raise InputError(
+                f"`{args.history}` is a signed history: give the head it must end at with "
+                "--history-head (`{session, length, mac}`, as the history's keeper holds it)"
+            )
         else:
-            history = past  # a signed history: verified with STALWART_HISTORY_KEY by the check
+            head = read_json(args.history_head)
+            if not isinstance(head, dict):
+                raise InputError(
+                    f"`{args.history_head}` must hold a head: `{{session, length, mac}}`"
+                )
+            history = past  # verified with STALWART_HISTORY_KEY against the head, by the check
     call.setdefault("agent", name)
-    decision = check.check(call, session=history, context=context)
+    decision = check.check(call, session=history, head=head, context=context)
     _write_json(decision.to_dict(), sys.stdout)
     return EXIT_OK if decision.decision != "refuse" else EXIT_FINDINGS
 
@@ -72,7 +89,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history",
         help="the calls that ran before, as a JSON list, or a signed "
-        "history (verified with STALWART_HISTORY_KEY)",
+        "history (verified with STALWART_HISTORY_KEY against --history-head)",
+    )
+    parser.add_argument(
+        "--history-head",
+        help="the head a signed --history must end at, as a JSON object "
+        "`{session, length, mac}` (a file, or `-` for stdin)",
     )
     parser.add_argument("--context", help="the facts, as a JSON object of names")
     parser.set_defaults(handler=_run)

@@ -424,6 +424,9 @@ class LocalSession(Session):
         self.tenant = "local"
         self.ledger: dict[str, Any] = {}
         self.history = check.new_history(f"local-{uuid.uuid4()}")
+        # The head this session's history must be at, kept apart from the history itself: a
+        # history swapped for another session's, emptied or cut short is refused (history_invalid).
+        self._head = self.history.head
         self.turns: list[str] = []
 
     def read(self, turn: str) -> None:
@@ -442,7 +445,7 @@ class LocalSession(Session):
         call = {**_call_body(tool, arguments, origins, labels), "agent": self.agent}
         try:
             decision = self._check.check(
-                call, session=self.history, context=_facts(context), token=token
+                call, session=self.history, head=self._head, context=_facts(context), token=token
             )
         except Exception as exc:  # noqa: BLE001 - the runtime could not answer: no call is made
             raise SelectorUnavailableError(f"the tool check could not answer: {exc}") from exc
@@ -450,7 +453,10 @@ class LocalSession(Session):
 
     def record(self, tool, arguments, result, *, origins=None) -> None:  # noqa: ANN001
         call = {**_call_body(tool, arguments, origins, None), "agent": self.agent}
+        if not self.history.at_head(self._head):
+            raise engine.HistoryInvalid("the history does not end at the head kept for its session")
         self._check.record(self.history, call, result)
+        self._head = self.history.head
 
     def execute(
         self,

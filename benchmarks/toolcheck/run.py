@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"history: {len(history)} entries, kept as a History object")
     document = history.to_json()
     started = time.perf_counter()
-    check.load_history(document)
+    check.load_history(document, head=history.head)
     print(
         "verify the same history given as JSON (once, O(n)): "
         f"{(time.perf_counter() - started) * 1000:.1f} ms"

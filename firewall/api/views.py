@@ -204,7 +204,9 @@ class CallSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=["read", "write", "sends_out"],
         required=False,
-        help_text="what the tool does; a call nobody marked counts as a write",
+        help_text="ignored, and kept only so older callers are not refused: whether a tool reads "
+        "comes from the catalogue of the session the call names, never from the call; a tool no "
+        "catalogue of the organisation describes counts as a write",
     )
     agent = serializers.CharField(max_length=128, required=False, allow_blank=True)
     session = serializers.CharField(max_length=128, required=False, allow_blank=True)

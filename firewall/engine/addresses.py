@@ -1,23 +1,32 @@
-"""IP addresses, networks and hostnames as egress lists and `cidr` clauses read them.
+"""IP addresses, networks and hostnames: the one address module of both engines.
 
-Every spelling of an address is normalised before it is compared, so that a blocked address
-cannot be reached under another name:
+The firewall's egress lists and `cidr` clauses and the tool check's disallowed addresses
+(`guard/engine/addresses.py`) read every address through this module, so the two can never
+disagree on what an address is. Every spelling is normalised before it is compared, so that a
+blocked address cannot be reached under another name:
 
 - IPv4 in the forms `inet_aton` accepts: dotted quads, fewer parts (`169.254.43518`), a single
-  integer (`2852039166`), hex (`0xA9FEA9FE`) or octal (`0251.0376.0251.0376`) parts;
+  integer (`2852039166`), hex (`0xA9FEA9FE`) or octal (`0251.0376.0251.0376`) parts, a trailing
+  dot, and full-width digits and dots (NFKC);
 - IPv6, with brackets or a zone (`fe80::1%eth0`) stripped, and IPv6 that carries an IPv4 address
-  (IPv4-mapped `::ffff:169.254.169.254`, IPv4-compatible `::169.254.169.254` and the NAT64
-  well-known prefix `64:ff9b::/96`) folded to that IPv4 address;
-- hostnames lower-cased with one trailing dot removed.
+  folded to that IPv4 address: IPv4-mapped `::ffff:169.254.169.254`, IPv4-compatible
+  `::169.254.169.254`, the NAT64 well-known prefix `64:ff9b::/96` and 6to4 `2002::/16`
+  (`2002:a9fe:a9fe::` is 169.254.169.254); `carried_ipv4` also names the two IPv4 addresses of a
+  Teredo address (`2001::/32`), which the tool check refuses by;
+- hostnames percent-decoded, NFKC-folded (full-width letters, the ideographic full stop),
+  lower-cased, with one trailing dot removed.
 
-Networks given as IPv6 inside `::ffff:0:0/96` are folded to IPv4 networks the same way.
+Networks given as IPv6 inside those ranges are folded to the IPv4 networks they carry the same way
+(`::ffff:10.0.0.0/104` is `10.0.0.0/8`, `2002:a9fe::/32` is `169.254.0.0/16`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import unicodedata
 from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+from urllib.parse import unquote
 
 from firewall.engine.errors import OperandInvalid
 
@@ -65,6 +74,8 @@ def _parse_ipv4(text: str) -> int | None:
 
 
 _NAT64_PREFIX = 0x0064FF9B << 64
+_SIX_TO_FOUR = 0x2002
+_TEREDO = 0x20010000
 
 
 def _fold(value: int) -> tuple[int, int]:
@@ -74,7 +85,31 @@ def _fold(value: int) -> tuple[int, int]:
         return 4, value & 0xFFFFFFFF
     if high == 0 and value > 1:
         return 4, value
+    if value >> 112 == _SIX_TO_FOUR:
+        return 4, (value >> 80) & 0xFFFFFFFF
     return 6, value
+
+
+def _folded_prefix(original: IPv6Address, prefix: int) -> int | None:
+    """The IPv4 prefix an IPv6 network that folds carries, or None when it is too short."""
+    if int(original) >> 112 == _SIX_TO_FOUR:
+        # 2002:AABB:CCDD::/48 is the 6to4 site of AA.BB.CC.DD: bits past 48 name no IPv4 bits.
+        return min(prefix, 48) - 16 if prefix >= 16 else None
+    return prefix - 96 if prefix >= 96 else None
+
+
+def carried_ipv4(address: IPAddress) -> tuple[IPv4Address, ...]:
+    """Every IPv4 address an IPv6 address carries (Teredo carries two: server and client)."""
+    if not isinstance(address, IPv6Address):
+        return ()
+    value = int(address)
+    found: list[IPv4Address] = []
+    version, folded = _fold(value)
+    if version == 4:
+        found.append(IPv4Address(folded))
+    if value >> 96 == _TEREDO and address.teredo is not None:
+        found.extend(address.teredo)
+    return tuple(found)
 
 
 def ip_key(text: object) -> tuple[int, int] | None:
@@ -91,7 +126,10 @@ def ip_key(text: object) -> tuple[int, int] | None:
 @lru_cache(maxsize=4096)
 def _ip_key(text: str) -> tuple[int, int] | None:
     if not text.isascii():
-        return None
+        # full-width digits and dots (`１６９．２５４...`) are the same address to a resolver
+        text = unicodedata.normalize("NFKC", text).replace("\u3002", ".")
+        if not text.isascii():
+            return None
     text = text.strip().lower()
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
@@ -146,9 +184,10 @@ def parse_network(text: object, field: str = "") -> IPNetwork:
         original = address
     if isinstance(original, IPv6Address) and isinstance(address, IPv4Address):
         # an IPv6 spelling of an IPv4 network (`::ffff:10.0.0.0/104`): fold the prefix too
-        if prefix < 96:
+        folded = _folded_prefix(original, prefix)
+        if folded is None or prefix > 128:
             raise OperandInvalid(field, f"`{text}` is not a valid CIDR: prefix too short")
-        prefix -= 96
+        prefix = folded
     try:
         return ipaddress.ip_network((address, prefix), strict=True)
     except ValueError as exc:
@@ -157,9 +196,13 @@ def parse_network(text: object, field: str = "") -> IPNetwork:
 
 
 def normalise_host(text: str) -> str:
-    """A hostname as the lists compare it: lower case, without one trailing dot."""
+    """A hostname as both engines compare it: percent-decoded, NFKC-folded (full-width letters and
+    digits, the ideographic full stop), lower case, without one trailing dot."""
+    text = unquote(text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).replace("\u3002", ".")
     text = text.strip().lower()
-    return text[:-1] if text.endswith(".") else text
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
 
 
 def is_hostname(text: str) -> bool:

@@ -6,6 +6,9 @@ A call is `{"tool": "shell.exec", "skill": "community.tools", "stage": "tool_cal
 the policy says (fail closed: nothing that decides can answer for it). It cannot be read when:
 
 - it is not an object, or its `tool` is missing, empty or not a string;
+- its `tool`, `agent` or `skill` is a malformed name (`names.name_problem`: a control, zero-width,
+  bidirectional or other invisible character, or a spelling not in NFKC form), so no spelling of
+  `shell.exec` escapes a `shell.*` rule;
 - `skill`, `destination` or `stage` is present (and not null) with the wrong type;
 - `stage` names no stage.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from firewall.engine.names import name_problem
 from firewall.engine.vocabulary import STAGES
 
 
@@ -40,9 +44,18 @@ def read_call(call: object) -> CallView | str:
     tool = call.get("tool")
     if not isinstance(tool, str) or not tool:
         return "`tool` must be a non-empty string"
+    problem = name_problem(tool)
+    if problem is not None:
+        return f"`tool` {problem}"
     skill = call.get("skill")
     if skill is not None and not isinstance(skill, str):
         return "`skill` must be a string"
+    for field in ("agent", "skill"):
+        value = call.get(field)
+        if isinstance(value, str) and value:
+            problem = name_problem(value)
+            if problem is not None:
+                return f"`{field}` {problem}"
     destination = call.get("destination")
     if destination is not None and not isinstance(destination, str):
         return "`destination` must be a string"

@@ -75,10 +75,11 @@ def is_destination_key(key: object) -> bool:
 
 
 def _host_destination(text: str) -> Destination | None:
-    ip = parse_ip(text)
+    # Normalised first: a percent-encoded or full-width address is an address, not a name.
+    host = normalise_host(text)
+    ip = parse_ip(host)
     if ip is not None:
         return Destination(None, ip)
-    host = normalise_host(text)
     if host and not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")

@@ -15,11 +15,13 @@ Where a destination is looked for:
   webhook, callback, or its schema's `format` is uri, hostname, ipv4, ipv6, email ...), the whole
   value read as a host: a name with a dot, or an IP in any spelling.
 
-IPs are read in every spelling a resolver or a URL parser accepts: dotted quads with fewer parts
-(`127.1`), hexadecimal and octal parts (`0x7f.0.0.1`, `0177.0.0.1`), a single integer (`2130706433`,
-`0x7f000001`), a trailing dot, percent-encoded or full-width digits, IPv6 with brackets and zone
-ids, and IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:127.0.0.1`, IPv4-compatible,
-NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo). Integer and hexadecimal spellings are read only
+IPs are read in every spelling a resolver or a URL parser accepts, by the one address module both
+engines share (`firewall/engine/addresses.py`, so the firewall and this check never disagree on
+an address): dotted quads with fewer parts (`127.1`), hexadecimal and octal parts (`0x7f.0.0.1`,
+`0177.0.0.1`), a single integer (`2130706433`, `0x7f000001`), a trailing dot, percent-encoded or
+full-width digits, IPv6 with brackets and zone ids, and IPv6 forms that carry an IPv4 address
+(IPv4-mapped `::ffff:127.0.0.1`, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo).
+Integer and hexadecimal spellings are read only
 where a host is expected (a URL's authority or a host argument), so an order id `4411` is never
 taken for an address. Names are not resolved (the engine does no I/O): a public name that points to
 a private address is out of reach of this check.
@@ -29,10 +31,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from urllib.parse import unquote
+
+from firewall.engine import addresses as shared
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -122,13 +124,7 @@ def argument_is_host(name: str, schema: object) -> bool:
     return any(part in HOST_ARGUMENT_WORDS for part in re.split(r"[_\-.]", lowered))
 
 
-def normalise_host(host: str) -> str:
-    """Lower-case, percent-decode, NFKC-fold (full-width digits and dots), drop a trailing dot."""
-    host = unquote(host)
-    host = unicodedata.normalize("NFKC", host).replace("\u3002", ".").strip().lower()
-    if host.endswith(".") and not host.endswith(".."):
-        host = host[:-1]
-    return host
+normalise_host = shared.normalise_host
 
 
 def _hosts_in_authority(authority: str) -> list[str]:
@@ -148,66 +144,29 @@ def _hosts_in_authority(authority: str) -> list[str]:
 
 def parse_ipv4_loose(text: str) -> ipaddress.IPv4Address | None:
     """Read an IPv4 address the way `inet_aton` does: 1 to 4 parts, each decimal, octal or hex."""
-    if text.endswith("."):
-        text = text[:-1]
-    parts = text.split(".")
-    if not 1 <= len(parts) <= 4 or not all(_IPV4_PART.match(part) for part in parts):
-        return None
-    values = []
-    for part in parts:
-        lowered = part.lower()
-        if lowered.startswith("0x"):
-            values.append(int(lowered[2:] or "0", 16))
-        elif len(part) > 1 and part.startswith("0"):
-            if any(digit in "89" for digit in part):
-                return None
-            values.append(int(part, 8))
-        else:
-            values.append(int(part))
-    last_bits = 8 * (5 - len(parts))
-    if any(value > 255 for value in values[:-1]) or values[-1] >= 2**last_bits:
-        return None
-    number = 0
-    for value in values[:-1]:
-        number = number * 256 + value
-    number = (number << last_bits) + values[-1]
-    return ipaddress.IPv4Address(number)
+    address = shared.parse_ip(text) if ":" not in text else None
+    return address if isinstance(address, ipaddress.IPv4Address) else None
 
 
 def parse_ip(text: str, *, loose: bool) -> IPAddress | None:
-    """Read an IP address; with `loose`, IPv4 in every spelling `inet_aton` accepts."""
+    """Read an IP address; with `loose`, IPv4 in every spelling `inet_aton` accepts.
+
+    Without `loose`, IPv4 is read only in its standard dotted-quad spelling (so an order id `4411`
+    is not an address); either way the address is the shared module's, IPv6 forms that carry an
+    IPv4 address folded to it.
+    """
     text = text.strip()
-    if text.startswith("[") and text.endswith("]"):
-        text = text[1:-1]
-    if ":" in text:
+    if not loose and ":" not in text:
         try:
-            return ipaddress.IPv6Address(text.split("%", 1)[0])
+            ipaddress.IPv4Address(text)
         except ValueError:
             return None
-    if loose:
-        return parse_ipv4_loose(text)
-    try:
-        return ipaddress.IPv4Address(text)
-    except ValueError:
-        return None
+    return shared.parse_ip(text)
 
 
 def embedded_addresses(address: IPAddress) -> list[IPAddress]:
     """The address itself and every IPv4 address an IPv6 address carries."""
-    found: list[IPAddress] = [address]
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            found.append(address.ipv4_mapped)
-        if address.sixtofour is not None:
-            found.append(address.sixtofour)
-        if address.teredo is not None:
-            found.extend(address.teredo)
-        number = int(address)
-        if number >> 32 == 0x0064FF9B << 64:  # NAT64 well-known prefix 64:ff9b::/96
-            found.append(ipaddress.IPv4Address(number & 0xFFFFFFFF))
-        if number >> 32 == 0 and number > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still parsed)
-            found.append(ipaddress.IPv4Address(number & 0xFFFFFFFF))
-    return found
+    return [address, *shared.carried_ipv4(address)]
 
 
 def classify_address(

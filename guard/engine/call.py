@@ -5,7 +5,9 @@
      "compensation_of": 1,                                  # an undo: the history entry it undoes
      "plan": {"id": ..., "steps": [...]}, "plan_token": ..., "plan_step": 0}   # an approved plan
 
-`skill` and `stage` are read by the firewall, not here.
+`skill` and `stage` are read by the firewall, not here. `tool` and `agent` must be well-formed names
+(`firewall.engine.names`, the one normal form both engines share): a control, zero-width,
+bidirectional or other invisible character, or a spelling not in NFKC form, makes the call malformed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from firewall.engine.names import name_problem
 
 from .canonical import is_json
 from .errors import GuardError
@@ -44,9 +48,14 @@ def read_call(call: Any) -> Call:
     tool = call.get("tool")
     if not isinstance(tool, str) or not tool:
         raise MalformedCall("tool: must be a tool name")
+    problem = name_problem(tool)
+    if problem is not None:
+        raise MalformedCall(f"tool: the name {problem}")
     agent = call.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise MalformedCall("agent: must be an agent name")
+    if agent is not None and (problem := name_problem(agent)) is not None:
+        raise MalformedCall(f"agent: the name {problem}")
     arguments = call.get("arguments", {})
     if not isinstance(arguments, Mapping) or not is_json(arguments):
         raise MalformedCall("arguments: must be a JSON object")

@@ -174,9 +174,12 @@ class ToolCheck:
         """An empty history for a new session, signed with this check's key."""
         return History(session, self._keys.history)
 
-    def load_history(self, data: Any, *, expected_head: Mapping[str, Any] | None = None) -> History:
-        """Verify a history given as JSON once (O(n)); raises `HistoryInvalid`."""
-        return History.from_json(data, key=self._keys.history, expected_head=expected_head)
+    def load_history(self, data: Any, *, head: Mapping[str, Any]) -> History:
+        """Verify a history given as JSON once (O(n)) against the head kept for its session.
+
+        Raises `HistoryInvalid`: a history cut short, emptied or of another session is one.
+        """
+        return History.from_json(data, key=self._keys.history, head=head)
 
     def record(self, history: History, call: Mapping[str, Any], result: Any, **extra: Any) -> Entry:
         """Append a call that ran to the history (for the executor), with labels and plan step."""
@@ -210,12 +213,18 @@ class ToolCheck:
         call: Mapping[str, Any],
         *,
         session: History | Mapping[str, Any],
+        head: Mapping[str, Any] | None = None,
         now: Any = None,
         ttl: int | None = None,
     ) -> str:
-        """Sign a person's yes to exactly this call at the session's current point."""
+        """Sign a person's yes to exactly this call at the session's current point.
+
+        A token names the point it was issued at, so one issued over a history that is not the
+        session's (cut short, another session's) never covers the call at the session's real head;
+        with `head`, such a history is refused here already.
+        """
         parsed = read_call(call)
-        history = self._history(session)
+        history = self._history(session, head, required=False)
         point = self._point(parsed, history)
         return issue_call_token(
             point, key=self._keys.token, now=_epoch(now), ttl=ttl or self.settings.token_ttl
@@ -238,12 +247,18 @@ class ToolCheck:
             plan_payload(plan["id"], plan.get("steps"), session_id, expires), self._keys.token
         )
 
-    def _history(self, session: Any) -> History:
+    def _history(self, session: Any, head: Any, *, required: bool = True) -> History:
+        """The session's verified history: a `History` the caller keeps, or JSON at `head`."""
         if isinstance(session, History):
             if not session.signed_with(self._keys.history):
                 raise HistoryInvalid("the history is not signed with this check's key")
+            if head is not None and not session.at_head(head):
+                raise HistoryInvalid("the history does not end at the head kept for its session")
             return session
-        return History.from_json(session, key=self._keys.history)
+        if head is None and not required and isinstance(session, Mapping):
+            # Only where a wrong history cannot let anything through (a token names its point).
+            head = {**_head_of(session), "session": session.get("session")}
+        return History.from_json(session, key=self._keys.history, head=head)
 
     def _agent_of(self, call: Call) -> str | None:
         if call.agent is None and self._only_agent is not None:
@@ -267,6 +282,7 @@ class ToolCheck:
         call: Any,
         *,
         session: History | Mapping[str, Any] | None,
+        head: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
         token: str | None = None,
         checks: Collection[str] | None = None,
@@ -276,7 +292,9 @@ class ToolCheck:
         """Decide one call: `allow`, `confirm` or `refuse`, with reasons and detail.
 
         `session` is the session's `History` (kept by the caller: O(1) per call) or its JSON
-        (verified here, O(n)); `context` the facts the application reports (a mapping or a function
+        (verified here, O(n)); `head` the point it must end at (`History.head`, kept per session
+        by whoever keeps the history): JSON without it, or a history at another point or of
+        another session, is `history_invalid`; `context` the facts the application reports (a mapping or a function
         called now);
         `token` a confirmation token; `checks` the checks switched on for this call (default: the
         settings' list, or all); `now` a datetime or epoch seconds; `usage` what the host counted
@@ -292,7 +310,7 @@ class ToolCheck:
         history: History | None = None
         problem: HistoryInvalid | None = None
         try:
-            history = self._history(session)
+            history = self._history(session, head)
         except HistoryInvalid as error:
             problem = error
         try:
@@ -733,6 +751,14 @@ def _matches(rule: OrderRule, arguments: Mapping[str, Any], history: History) ->
     return False
 
 
+def _head_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The head a history's JSON claims for itself (its own length and last MAC)."""
+    entries = data.get("entries")
+    last = entries[-1] if isinstance(entries, list) and entries else None
+    mac = last.get("mac") if isinstance(last, Mapping) else ""
+    return {"length": len(entries) if isinstance(entries, list) else -1, "mac": mac}
+
+
 def _order_refusal(text: str, rule: OrderRule | None, **detail: Any) -> Decision:
     if rule is not None and rule.bind:
         detail["bind"] = {binding.argument: ".".join(binding.source) for binding in rule.bind}
@@ -745,11 +771,12 @@ def check_call(
     catalogue: Catalogue | Mapping[str, Any],
     key: bytes | str,
     session: History | Mapping[str, Any],
+    head: Mapping[str, Any] | None = None,
     rulebook: Mapping[str, Any] | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Decision:
     """Decide one call without keeping a `ToolCheck` (builds one each time: prefer `ToolCheck`)."""
     return ToolCheck(catalogue, key=key, rulebook=rulebook, settings=settings).check(
-        call, session=session, **options
+        call, session=session, head=head, **options
     )

@@ -1,15 +1,18 @@
 """The session history: every call that ran, each entry signed over the entries before it.
 
 Each entry is `{"index": i, "content": {...}, "mac": hex}`. Its MAC is HMAC-SHA256, under a key the
-server or the runtime holds (never the agent), over the canonical JSON of
+server or the runtime holds (never the agent), over the canonical JSON (RFC 8785) of
 
     ["stalwart-history/1", session id, i, content, MAC of entry i-1 (or "" for the first)]
 
 so the chain catches an entry edited (its MAC no longer matches), dropped or reordered (the index
 and the previous MAC no longer match), or replayed from another session (the session id differs). A
-hash chain alone cannot see its own newest entries cut off; where the server keeps the head (`head`:
-the length and the last MAC), `History.from_json(..., expected_head=...)` catches that too, and a
-confirmation token, which names the head it was issued at, never covers a call at another point.
+hash chain alone cannot see its own newest entries cut off, nor an empty history handed in for a
+full one, nor another session's whole history: so a history is only ever verified against its head
+(`head`: the session id, the length and the last MAC), which whoever keeps the history for a session
+keeps beside it, and `History.from_json(..., head=...)` refuses any other. The session id comes from
+the head, never from the JSON. A confirmation token, which names the head it was issued at, never
+covers a call at another point.
 
 Costs: a history given as JSON is verified once, O(n). A `History` object keeps its verified head,
 so `append` (sign a new entry) and `accept` (verify one entry signed elsewhere) cost O(1), and the
@@ -105,10 +108,7 @@ class History:
     # -- signing -------------------------------------------------------------------------------
 
     def _mac(self, index: int, content_json: str, previous: str) -> str:
-        message = (
-            f'["{FORMAT}",{json.dumps(self.session, ensure_ascii=False)},{index},'
-            f'{content_json},"{previous}"]'
-        )
+        message = f'["{FORMAT}",{canonical_json(self.session)},{index},{content_json},"{previous}"]'
         return hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def signed_with(self, key: bytes) -> bool:
@@ -117,8 +117,24 @@ class History:
 
     @property
     def head(self) -> dict[str, Any]:
-        """The point the history is at: its length and its last MAC (`""` when empty)."""
-        return {"length": len(self._entries), "mac": self._head}
+        """The point the history is at: its session, length and last MAC (`""` when empty).
+
+        Whoever keeps a history for someone else keeps its head too (the console per session, the
+        SDK per session, a caller of `stalwart check`), and verifies against it: a hash chain alone
+        cannot see its newest entries cut off, nor tell an empty history from a cleared one.
+        """
+        return {"session": self.session, "length": len(self._entries), "mac": self._head}
+
+    def at_head(self, head: Any) -> bool:
+        """Say whether this history is exactly at `head` (session, length and last MAC)."""
+        return (
+            isinstance(head, Mapping)
+            and head.get("session") == self.session
+            and head.get("length") == len(self._entries)
+            and not isinstance(head.get("length"), bool)
+            and isinstance(head.get("mac"), str)
+            and hmac.compare_digest(head["mac"].encode(), self._head.encode())
+        )
 
     def append(self, content: Mapping[str, Any]) -> Entry:
         """Sign and add a new entry (the executor, after a call ran); O(1)."""
@@ -160,32 +176,27 @@ class History:
         return Entry(index, json.loads(content_json), mac)
 
     @classmethod
-    def from_json(
-        cls,
-        data: Any,
-        *,
-        key: bytes,
-        expected_head: Mapping[str, Any] | None = None,
-    ) -> History:
+    def from_json(cls, data: Any, *, key: bytes, head: Any) -> History:
         """Verify a whole history given as JSON, `{"session": id, "entries": [...]}`; O(n).
 
-        Raises `HistoryInvalid` naming the first entry that fails. With `expected_head` (what the
-        server kept), a history whose newest entries were cut off is refused as well.
+        `head` is the point the history must end at, as whoever kept it for this session holds it
+        (`History.head`): its session id binds every MAC (the JSON's own `session`, where given,
+        must agree), and a history cut short, emptied or taken from another session is refused.
+        Raises `HistoryInvalid` naming the first entry that fails.
         """
+        if not isinstance(head, Mapping) or not isinstance(head.get("session"), str):
+            raise HistoryInvalid("a history is verified against the head it must end at")
         if not isinstance(data, Mapping) or not isinstance(data.get("entries"), list):
             raise HistoryInvalid("a history must be `{session, entries}`")
         if set(data) - {"session", "entries"}:
             raise HistoryInvalid("a history holds only `session` and `entries`")
-        history = cls(data.get("session"), key)
+        if data.get("session", head["session"]) != head["session"]:
+            raise HistoryInvalid("the history is of another session")
+        history = cls(head["session"], key)
         for index, signed in enumerate(data["entries"]):
             history._add(history._verify(signed, index, history._head))
-        if expected_head is not None:
-            if (
-                expected_head.get("length") != len(history._entries)
-                or not isinstance(expected_head.get("mac"), str)
-                or not hmac.compare_digest(expected_head["mac"], history._head)
-            ):
-                raise HistoryInvalid("the history is not at the head the server kept")
+        if not history.at_head(head):
+            raise HistoryInvalid("the history does not end at the head kept for its session")
         return history
 
     def to_json(self) -> dict[str, Any]:

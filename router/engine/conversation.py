@@ -183,6 +183,8 @@ class Conversation:
             )
         self.check = check
         self.history = check.new_history(session)
+        # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
+        self._head = self.history.head
         self.model = model
         self.sandbox = sandbox
         self.context = context
@@ -292,7 +294,9 @@ class Conversation:
     # -- the guarded tool step -----------------------------------------------------------------
 
     def _check(self, call: Mapping[str, Any], reply: Reply, token: str | None) -> Decision:
-        decision = self.check.check(call, session=self.history, context=self.context, token=token)
+        decision = self.check.check(
+            call, session=self.history, head=self._head, context=self.context, token=token
+        )
         reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
         return decision
 
@@ -339,6 +343,7 @@ class Conversation:
             )
             return True
         self.check.record(self.history, call, result)
+        self._head = self.history.head
         reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
                           "result": result})  # fmt: skip
         profile = self.router.profiles.get(tool)

@@ -116,7 +116,7 @@ def test_a_history_whose_first_entry_was_edited_by_hand_is_refused(shop):
     )
     data = history.to_json()
     data["entries"][0]["content"]["arguments"]["order_id"] = "4412"
-    decision = shop.check(refund(), session=data)
+    decision = shop.check(refund(), session=data, head=history.head)
     assert (decision.decision, decision.reasons) == ("refuse", ("history_invalid",))
     assert decision.detail["index"] == 0
 

@@ -338,13 +338,13 @@ def test_a_history_loaded_from_its_json_verifies_against_the_head_the_server_kep
     lab.record(history, {"tool": "get_order", "arguments": {"order_id": "A1"}}, {})
     head = history.head
     lab.record(history, {"tool": "get_order", "arguments": {"order_id": "A2"}}, {})
-    loaded = lab.load_history(history.to_json())
+    loaded = lab.load_history(history.to_json(), head=history.head)
     assert len(loaded) == 2 and loaded.head == history.head
     with pytest.raises(HistoryInvalid):
-        lab.load_history(history.to_json(), expected_head=head)
+        lab.load_history(history.to_json(), head=head)
     other = ToolCheck(lab.catalogue, key=b"another key that is long enough")
     with pytest.raises(HistoryInvalid):
-        other.load_history(history.to_json())
+        other.load_history(history.to_json(), head=history.head)
 
 
 def test_a_plan_token_is_refused_for_a_plan_without_an_id(lab):

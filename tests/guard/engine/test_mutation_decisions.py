@@ -112,7 +112,7 @@ def test_a_history_that_does_not_verify_names_the_entry_and_the_problem():
     )
     tampered = history.to_json()
     tampered["entries"][0]["content"]["arguments"]["order_id"] = "A2"
-    decision, reasons, detail, rule = answer(TYPED_PAY, check, session=tampered)
+    decision, reasons, detail, rule = answer(TYPED_PAY, check, session=tampered, head=history.head)
     assert (decision, reasons, rule) == ("refuse", ("history_invalid",), "session_record")
     assert detail["step"] == 2 and detail["check"] == "session_record" and detail["index"] == 0
     assert isinstance(detail["problem"], str) and detail["problem"]
