@@ -145,7 +145,7 @@ def test_the_fast_path_writes_exactly_what_rfc8785_writes(value):
     assert canonical_json(value).encode() == expected
 
 
-MIGRATION = importlib.import_module("guard.migrations.0003_session_head_rfc8785")
+MIGRATION = importlib.import_module("guard.migrations.0004_session_head_rfc8785")
 
 
 @pytest.mark.django_db

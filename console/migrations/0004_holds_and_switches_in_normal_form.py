@@ -42,7 +42,7 @@ def forwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0001_initial"),
+        ("console", "0003_audit_checkpoint"),
     ]
 
     operations = [

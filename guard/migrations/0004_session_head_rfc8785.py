@@ -135,7 +135,7 @@ def forwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("guard", "0002_executor_ledger_outbox_counters"),
+        ("guard", "0003_approval_asker_and_spent_tokens"),
     ]
 
     operations = [
