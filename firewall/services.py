@@ -153,6 +153,17 @@ def _validate_rule(policy: Policy, data: Any, *, exclude: Rule | None = None) ->
     return spec
 
 
+def _rule_row(actor: Actor, policy: Policy, spec: dict[str, Any]) -> Rule:
+    """A rule of `policy` from its validated spec, not yet saved."""
+    return Rule(
+        organisation=actor.organisation,
+        policy=policy,
+        priority=spec["priority"],
+        name=spec["name"],
+        spec=spec,
+    )
+
+
 def _next_priority(policy: Policy) -> int:
     top = policy.rules.aggregate(top=Max("priority"))["top"]
     return PRIORITY_STEP if top is None else top + PRIORITY_STEP
@@ -167,13 +178,8 @@ def rule_create(*, actor: Actor, policy: Policy, data: Any) -> Rule:
     count = policy.rules.count()
     if count >= engine.MAX_RULES_PER_POLICY:
         raise ValidationError({"rules": [engine.too_many_rules(count + 1)]})
-    rule = Rule.objects.create(
-        organisation=actor.organisation,
-        policy=policy,
-        priority=spec["priority"],
-        name=spec["name"],
-        spec=spec,
-    )
+    rule = _rule_row(actor, policy, spec)
+    rule.save()
     _bump(policy)
     audit_record(
         actor=actor,
@@ -287,17 +293,7 @@ def policy_import(*, actor: Actor, data: Any, name: str | None = None) -> Policy
     # The validator has seen the whole policy (names unique within it) and the policy is new, so
     # nothing is left to check per rule: one bulk insert, one revision, one audit row.
     Rule.objects.bulk_create(
-        [
-            Rule(
-                organisation=actor.organisation,
-                policy=policy,
-                priority=spec["priority"],
-                name=spec["name"],
-                spec=spec,
-            )
-            for spec in specs
-        ],
-        batch_size=IMPORT_BATCH,
+        [_rule_row(actor, policy, spec) for spec in specs], batch_size=IMPORT_BATCH
     )
     _bump(policy)
     audit_record(
