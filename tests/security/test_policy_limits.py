@@ -50,9 +50,7 @@ def test_a_policy_of_more_rules_than_the_limit_is_refused_before_any_rule_is_rea
     ]
 
 
-def test_an_oversized_policy_posted_to_the_api_is_refused_and_nothing_is_stored(
-    editor, client_for
-):
+def test_an_oversized_policy_posted_to_the_api_is_refused_and_nothing_is_stored(editor, client_for):
     rules = [rule(i) for i in range(validator.MAX_RULES_PER_POLICY + 1)]
     response = post(client_for(editor), "/v1/firewall/policies", policy(rules))
     assert response.status_code == 400
