@@ -168,3 +168,14 @@ def test_a_catastrophic_sanitize_pattern_answers_in_linear_time():
     decision = policy.evaluate({"tool": "run_code", "arguments": {"code": TEXT}})
     assert decision.arguments == {"code": TEXT}
     assert time.perf_counter() - started < BUDGET
+
+
+def test_a_fact_source_padded_with_spaces_is_refused_in_linear_time():
+    # `from` is matched by a pattern whose lazy value is quadratic in a run of spaces.
+    data = catalogue({"type": "object"})
+    data["facts"] = {"paid": {"from": "look_up.status == x" + " " * 20_000 + "y"}}
+    started = time.perf_counter()
+    with pytest.raises(CatalogueInvalid) as caught:
+        load_catalogue(data)
+    assert time.perf_counter() - started < BUDGET
+    assert [issue.path for issue in caught.value.issues] == ["facts.paid.from"]
