@@ -33,8 +33,10 @@ COMPILE_WALL_SECONDS = 15
 _EXIT_MEMORY = 3
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(compiler.RulebookError):
     """The compile went over its time or memory budget; the message says which."""
+
+    code = compiler.TOO_LARGE
 
 
 def _address_space() -> int:

@@ -190,3 +190,36 @@ def test_a_compile_over_its_time_budget_answers_413(editor, client_for, monkeypa
     assert response.status_code == 413
     assert response.json()["code"] == compiler.TOO_LARGE
     assert time.monotonic() - started < 4.5
+
+
+@pytest.mark.django_db
+def test_colang_text_sent_with_a_session_is_compiled_under_the_budget(
+    editor, client_for, monkeypatch
+):
+    from stalwart_agents import Agent
+
+    catalogue = Agent.from_file("examples/shop/agent.yaml").catalogue()
+    monkeypatch.setattr(budget, "COMPILE_MEMORY_BYTES", 64 * 1024 * 1024)
+    monkeypatch.setattr(compiler, "compile_source", hog_memory)
+    body = {"agent": "billing", "catalogue": catalogue, "rulebook": SHOP_RULES}
+    response = client_for(editor).post(
+        "/v1/sessions", json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert compiler.TOO_LARGE in json.dumps(response.json()["rulebook"])
+
+
+@pytest.mark.django_db
+def test_colang_text_sent_with_a_proof_job_is_compiled_under_the_budget(
+    editor, client_for, monkeypatch
+):
+    from tests.proof_console.conftest import shop_job
+
+    monkeypatch.setattr(budget, "COMPILE_MEMORY_BYTES", 64 * 1024 * 1024)
+    monkeypatch.setattr(compiler, "compile_source", hog_memory)
+    body = {**shop_job(), "rulebook": SHOP_RULES}
+    response = client_for(editor).post(
+        "/v1/proofs", json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert compiler.TOO_LARGE in json.dumps(response.json()["rulebook"])
