@@ -21,7 +21,7 @@ from console.services import event_record
 from firewall.engine.names import name_key
 from guard import engine
 from guard.models import GuardSession
-from rulebooks import compiler
+from rulebooks import budget, compiler
 
 
 def session_key(organisation_id: int) -> bytes:
@@ -67,7 +67,7 @@ def _record_for(actor: Actor, rulebook: Any) -> dict | None:
                 raise compiler.PolicyInputRefused(
                     "this organisation accepts compiled rulebook records only"
                 )
-            return compiler.compile_colang(rulebook, filename="policy.co")
+            return budget.compile_within_budget(rulebook.encode("utf-8"), filename="policy.co")
         problems = compiler.record_problems(rulebook)
         if problems:
             raise ValidationError({"rulebook": problems})

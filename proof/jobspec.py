@@ -21,12 +21,17 @@ Every problem is collected, each under its field path (`graph.edges[3].when[0]`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from proof.engine import DEFAULT_DEPTH, DEFAULT_TURNS, GraphInvalid, load_graph
-from rulebooks.compiler import RulebookUnsupported, compile_source, record_problems
+from rulebooks.compiler import (
+    RulebookError,
+    RulebookUnsupported,
+    compile_source,
+    record_problems,
+)
 
 FIELDS = ("graph", "catalogue", "rulebook", "session_steps", "turns", "name")
 MAX_SESSION_STEPS = 1000
@@ -121,7 +126,14 @@ def _field_path(path: str, spec: JobSpec) -> str:
     return "graph" + rest
 
 
-def _rulebook_entry(spec: JobSpec, errors: dict[str, list[str]]) -> dict[str, Any] | None:
+#: How a job's Colang text becomes a record: `compile_source(data, filename=...)`, or the
+#: console's `rulebooks.budget.compile_within_budget` (a child under a time and memory budget).
+Compile = Callable[..., dict[str, Any]]
+
+
+def _rulebook_entry(
+    spec: JobSpec, errors: dict[str, list[str]], compile_rulebook: Compile
+) -> dict[str, Any] | None:
     own = spec.graph.get("rulebook")
     file = own.get("file") if isinstance(own, Mapping) else None
     file = file if isinstance(file, str) and file else DEFAULT_RULEBOOK_FILE
@@ -133,16 +145,20 @@ def _rulebook_entry(spec: JobSpec, errors: dict[str, list[str]]) -> dict[str, An
         return {"file": file, "record": dict(spec.rulebook), "errors": []}
     assert isinstance(spec.rulebook, str)
     try:
-        record = compile_source(spec.rulebook, filename=file)
+        record = compile_rulebook(spec.rulebook.encode("utf-8"), filename=file)
     except RulebookUnsupported as error:
         errors["rulebook"] = [str(e) for e in error.errors]
+        return None
+    except RulebookError as error:  # the console's budget refusal among them (`rulebook_too_large`)
+        errors["rulebook"] = [f"{error.code}: {error}"]
         return None
     return {"file": file, "record": record, "errors": []}
 
 
-def job_document(spec: JobSpec) -> dict[str, Any]:
+def job_document(spec: JobSpec, *, compile_rulebook: Compile = compile_source) -> dict[str, Any]:
     """The document the job proves (see the module docstring); validated here, so a job that
-    would not load is refused when it is submitted, not when a worker takes it."""
+    would not load is refused when it is submitted, not when a worker takes it. The console
+    passes `compile_rulebook` to compile Colang text under its budget."""
     doc = dict(spec.graph)
     errors: dict[str, list[str]] = {}
     if spec.catalogue is not None:
@@ -152,7 +168,7 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
             catalogue["facts"] = own["facts"]
         doc["catalogue"] = catalogue
     if spec.rulebook is not None:
-        entry = _rulebook_entry(spec, errors)
+        entry = _rulebook_entry(spec, errors, compile_rulebook)
         if entry is not None:
             doc["rulebook"] = entry
     if errors:

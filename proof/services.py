@@ -28,6 +28,7 @@ from console.access import Actor, require
 from console.services import audit_record
 from proof import jobspec
 from proof.models import ProofJob
+from rulebooks.budget import compile_within_budget
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def proof_job_submit(*, actor: Actor, body: Any) -> ProofJob:
     require(actor, "proofs.run")
     try:
         spec = jobspec.read_job(body)
-        doc = jobspec.job_document(spec)
+        doc = jobspec.job_document(spec, compile_rulebook=compile_within_budget)
     except jobspec.JobInvalid as exc:
         raise ValidationError(exc.errors) from None
     from proof.engine import graph_digest
@@ -229,7 +230,7 @@ def proof_job_run(*, job_id: int) -> str:
 
     with _Lease(job.pk, job.attempts) as lease:
         try:
-            doc = jobspec.job_document(spec_of_job(job))
+            doc = jobspec.job_document(spec_of_job(job), compile_rulebook=compile_within_budget)
             lease.renew(progress=LOADED)
             report = verify_graph(
                 doc,

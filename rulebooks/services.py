@@ -1,7 +1,9 @@
 """Compiling uploads into records and keeping them as versions; every upload is audited.
 
 The compiler is the one judge: a source it refuses is never stored, and every error comes back
-located (file, line, column; row and column for a rule sheet) with its source line.
+located (file, line, column; row and column for a rule sheet) with its source line. An upload is
+at most `MAX_UPLOAD_BYTES`, and it is compiled in a child process under a time and memory budget
+(`budget.py`); one too large for either is refused as `rulebook_too_large`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.db.models import Max
 from console.access import Actor, require
 from console.models import Organisation, OrganisationSettings
 from console.services import audit_record
-from rulebooks import compiler
+from rulebooks import budget, compiler
 from rulebooks.models import Rulebook, RulebookVersion
 
 MAX_UPLOAD_BYTES = 2_000_000
@@ -78,10 +80,10 @@ def compile_upload(
     suffix = _suffix(filename)
     if len(data) > MAX_UPLOAD_BYTES:
         raise Rejected(
-            compiler.UNSUPPORTED,
+            compiler.TOO_LARGE,
             [
                 _error(
-                    compiler.UNSUPPORTED,
+                    compiler.TOO_LARGE,
                     f"the file is larger than {MAX_UPLOAD_BYTES:,} bytes",
                     filename,
                 )
@@ -114,13 +116,18 @@ def compile_upload(
             ],
         )
     try:
-        if suffix == ".co":
-            return compiler.compile_colang(data, filename=filename, colang_version=colang_version)
-        return compiler.compile_rule_sheet(data, filename=filename)
+        return budget.compile_within_budget(
+            data, filename=filename, colang_version=colang_version if suffix == ".co" else None
+        )
+    except budget.BudgetExceeded as exc:
+        raise Rejected(
+            compiler.TOO_LARGE, [_error(compiler.TOO_LARGE, str(exc), filename)]
+        ) from exc
     except compiler.RulebookUnsupported as exc:
         text = data.decode("utf-8", errors="replace") if suffix in (".co", ".csv") else None
+        codes = {e.code for e in exc.errors}
         raise Rejected(
-            compiler.UNSUPPORTED,
+            compiler.TOO_LARGE if compiler.TOO_LARGE in codes else compiler.UNSUPPORTED,
             [{**e.to_dict(), "text": str(e)} for e in exc.errors],
             [e.render(text) for e in exc.errors],
         ) from exc

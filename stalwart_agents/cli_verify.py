@@ -40,10 +40,12 @@ FORMATS = ("text", "json", "sarif")
 
 
 class VerifyError(Exception):
-    """A problem that stops `stalwart verify` before it can report (exit 2)."""
+    """A problem that stops `stalwart verify` before it can report: exit 2, or 1 (`code`) where
+    the agent file or what it names is invalid input."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], code: int = EXIT_ERROR) -> None:
         self.lines = list(lines)
+        self.code = code
         super().__init__("; ".join(self.lines))
 
 
@@ -117,13 +119,14 @@ def collect_files(
     `record`, when given, is the record the caller already holds for the file's rulebook (an
     `Agent` proves the record it runs under); it stands for the file, which is not read.
     """
+    from guard.engine import safe_yaml
     from proof.engine import module_candidates
 
     base = agent_path.parent
     files: dict[str, Any] = {}
     modules: dict[str, str] = {}
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text)
     except yaml.YAMLError:
         return files, modules  # the engine reports the YAML problem with its line
     if not isinstance(data, dict):
@@ -248,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                 overlay=overlay,
             )
     except ConfigInvalid as error:
-        raise VerifyError([str(p) for p in error.problems]) from None
+        raise VerifyError([str(p) for p in error.problems], EXIT_FAILED) from None
     except GraphInvalid as error:
         label = args.overlay if overlay is not None and path.suffix != ".json" else args.agent
         raise VerifyError([f"{label}: {p}" for p in error.problems]) from None
@@ -271,7 +274,7 @@ def handle(args: argparse.Namespace) -> int:
     except VerifyError as error:
         for line in error.lines:
             sys.stderr.write(f"stalwart verify: error: {line}\n")
-        return EXIT_ERROR
+        return error.code
     except KeyboardInterrupt:
         sys.stderr.write("stalwart verify: interrupted\n")
         return EXIT_ERROR

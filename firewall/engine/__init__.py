@@ -27,12 +27,19 @@ from firewall.engine.sequences import (
     parse_sequence,
     sequence_problems,
 )
-from firewall.engine.validator import ValidationIssue, validate_policy, validate_rule
+from firewall.engine.validator import (
+    MAX_RULES_PER_POLICY,
+    ValidationIssue,
+    too_many_rules,
+    validate_policy,
+    validate_rule,
+)
 from firewall.engine.vocabulary import DEFAULT_VERDICTS, OPERATORS, STAGES, VERDICTS
 
 __all__ = [
     "AUTONOMY_LEVELS",
     "DEFAULT_VERDICTS",
+    "MAX_RULES_PER_POLICY",
     "OPERATORS",
     "PRESETS",
     "SANITIZE_PRESETS",
@@ -55,6 +62,7 @@ __all__ = [
     "preset_rules",
     "reference_evaluate",
     "sequence_problems",
+    "too_many_rules",
     "validate_policy",
     "validate_rule",
 ]

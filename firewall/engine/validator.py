@@ -22,7 +22,12 @@ level):
   (empty, whitespace, not a string), unknown step fields;
 - policies: a missing or duplicated rule name, a duplicated rule id, a `priority` that is not
   a 32-bit integer, a `default_verdict` that is not `allow`, `audit`, `deny` or
-  `require_approval`.
+  `require_approval`;
+- sizes (the module's `MAX_*` constants, so that saving, compiling and evaluating a policy stay
+  bounded whoever writes it): rules per policy, clauses per rule, values of an `in` / `not_in`
+  clause, the length of a regex or sanitize pattern, patterns per sanitizer, entries per egress
+  list, steps per sequence. A policy over `MAX_RULES_PER_POLICY` is refused before any of its
+  rules is read.
 
 References. The spec lists "resolution of references" among the save-time checks without
 saying what a reference is. In this language the names that must resolve are the sanitize
@@ -35,11 +40,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from firewall.engine.clauses import clause_problems
+from firewall.engine.clauses import MAX_REGEX_LENGTH, clause_problems
 from firewall.engine.egress import egress_problems
 from firewall.engine.globs import glob_problem
+from firewall.engine.sanitize import MAX_PATTERN_LENGTH as MAX_SANITIZE_PATTERN_LENGTH
 from firewall.engine.sanitize import sanitizer_problems
-from firewall.engine.sequences import sequence_problems
+from firewall.engine.sequences import MAX_STEPS, sequence_problems
 from firewall.engine.vocabulary import (
     DEFAULT_VERDICTS,
     MODES,
@@ -55,6 +61,22 @@ from firewall.engine.vocabulary import (
 MAX_NAME_LENGTH = 200
 MAX_ID_LENGTH = 64
 MAX_NOTES_LENGTH = 10_000
+#: Rules one policy may hold (checked first: a longer list is refused before its rules are read).
+MAX_RULES_PER_POLICY = 10_000
+#: Argument clauses of one rule.
+MAX_CLAUSES_PER_RULE = 64
+#: Values of one `in` / `not_in` clause.
+MAX_CLAUSE_VALUES = 1_000
+#: Characters of one regex clause or sanitize pattern (checked by `clauses` and `sanitize`).
+MAX_PATTERN_LENGTH = MAX_REGEX_LENGTH
+#: Custom patterns of one sanitizer.
+MAX_SANITIZE_PATTERNS = 64
+#: Entries of one egress list (`allow` or `deny`).
+MAX_EGRESS_ENTRIES = 1_000
+#: Steps of one sequence (checked by `sequences`).
+MAX_SEQUENCE_STEPS = MAX_STEPS
+
+assert MAX_SANITIZE_PATTERN_LENGTH == MAX_PATTERN_LENGTH, "one pattern length for both"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +119,11 @@ def _name_problem(value: object, what: str) -> str | None:
     if any(not ch.isprintable() for ch in value):
         return f"{what} must not contain control characters"
     return None
+
+
+def too_many_rules(count: int) -> str:
+    """The message for a policy of `count` rules, more than it may hold."""
+    return f"a policy holds at most {MAX_RULES_PER_POLICY} rules, not {count}"
 
 
 def _present(rule: dict[str, Any], key: str) -> bool:
@@ -163,8 +190,17 @@ def validate_rule(data: object, path: str = "") -> list[ValidationIssue]:
     if "args_match" in data:
         if not isinstance(clauses, list):
             add("args_match", "must be a list of clauses")
+        elif len(clauses) > MAX_CLAUSES_PER_RULE:
+            add("args_match", f"holds {len(clauses)} clauses, more than {MAX_CLAUSES_PER_RULE}")
         else:
             for index, clause in enumerate(clauses):
+                values = clause.get("value") if isinstance(clause, dict) else None
+                if isinstance(values, list) and len(values) > MAX_CLAUSE_VALUES:
+                    add(
+                        f"args_match[{index}].value",
+                        f"holds {len(values)} values, more than {MAX_CLAUSE_VALUES}",
+                    )
+                    continue
                 for field, message in clause_problems(clause):
                     add(_join(f"args_match[{index}]", field), message)
 
@@ -179,8 +215,17 @@ def validate_rule(data: object, path: str = "") -> list[ValidationIssue]:
         if not _present(data, "sanitize"):
             add("sanitize", "is required for the `sanitize` verdict")
         else:
-            for field, message in sanitizer_problems(data["sanitize"]):
-                add(_join("sanitize", field), message)
+            patterns = (
+                data["sanitize"].get("patterns") if isinstance(data["sanitize"], dict) else None
+            )
+            if isinstance(patterns, list) and len(patterns) > MAX_SANITIZE_PATTERNS:
+                add(
+                    "sanitize.patterns",
+                    f"holds {len(patterns)} patterns, more than {MAX_SANITIZE_PATTERNS}",
+                )
+            else:
+                for field, message in sanitizer_problems(data["sanitize"]):
+                    add(_join("sanitize", field), message)
     elif _present(data, "sanitize") and verdict is not None:
         add("sanitize", "is used only with the `sanitize` verdict")
 
@@ -200,8 +245,17 @@ def validate_rule(data: object, path: str = "") -> list[ValidationIssue]:
     if _present(data, "egress"):
         if stage is not None and stage != "egress":
             add("egress", "egress lists apply only to rules on the `egress` stage")
-        for field, message in egress_problems(data["egress"], verdict or "deny"):
-            add(_join("egress", field), message)
+        lists = data["egress"] if isinstance(data["egress"], dict) else {}
+        long = [
+            (key, len(lists[key]))
+            for key in ("allow", "deny")
+            if isinstance(lists.get(key), list) and len(lists[key]) > MAX_EGRESS_ENTRIES
+        ]
+        for key, count in long:
+            add(f"egress.{key}", f"holds {count} entries, more than {MAX_EGRESS_ENTRIES}")
+        if not long:
+            for field, message in egress_problems(data["egress"], verdict or "deny"):
+                add(_join("egress", field), message)
 
     if "notes" in data and data["notes"] is not None:
         if not isinstance(data["notes"], str):
@@ -263,6 +317,9 @@ def validate_policy(data: object) -> list[ValidationIssue]:
         return issues
     if not isinstance(rules, list):
         issues.append(ValidationIssue("rules", "must be a list of rules"))
+        return issues
+    if len(rules) > MAX_RULES_PER_POLICY:
+        issues.append(ValidationIssue("rules", too_many_rules(len(rules))))
         return issues
     names: dict[str, int] = {}
     ids: dict[tuple[str, Any], int] = {}

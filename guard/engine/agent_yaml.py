@@ -12,8 +12,8 @@ and its line when the file is missing or invalid.
 `modules={"shop.tools": [...]}` (the SDK imports the module and passes its `TOOLS`). An issue in a
 tool that came from a module names it there: `shop.tools[2].parameters: ...`.
 
-YAML is read with the safe loader, and a key written twice in one mapping is an error (plain YAML
-keeps the last one silently).
+YAML is read with the safe loader within `safe_yaml`'s budget of aliases, depth and size, and a
+key written twice in one mapping is an error (plain YAML keeps the last one silently).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from . import safe_yaml
 from .catalogue import CATALOGUE_KEYS, Catalogue, load_catalogue
 from .errors import CatalogueInvalid, Issue
 
@@ -79,7 +80,7 @@ class AgentFile:
 def parse_yaml(text: str, *, filename: str = "agent.yaml") -> Any:
     """Read YAML text strictly; raise `CatalogueInvalid` naming the file and line."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return safe_yaml.load(text, loader=_StrictLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         problem = getattr(error, "problem", None) or str(error)

@@ -37,6 +37,7 @@ from jsonschema.exceptions import SchemaError
 
 from .errors import CatalogueInvalid, Issue
 from .kinds import KINDS, is_write, parse_tool_kinds, resolve_kind
+from .patterns import pattern_issues
 from .refs import parse_source
 from .schema import ArgumentSchema, compile_parameters
 from .taint import TRUST_LEVELS
@@ -395,7 +396,7 @@ def _check_result_schema(schema: Any, path: str) -> list[Issue]:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
         return [Issue(path, f"is not a valid JSON Schema: {error.message}")]
-    return []
+    return list(pattern_issues(schema, path))
 
 
 def _load_agents(raw, names, issues) -> dict[str, Agent]:

@@ -11,18 +11,21 @@ agree on what they accept* -- which a property test checks on random schemas and
 Compiled keywords: `type` (one or a list), `properties`, `required`, `additionalProperties: false`,
 `unevaluatedProperties: false` (only where no sibling keyword can evaluate properties), `enum`,
 `const`, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
-`pattern`, `items` (one schema), `minItems`, `maxItems`, and the annotations `title`,
-`description`, `default`, `examples`, `$schema`, `$comment`. Anything else (`format`, `$ref`,
-`allOf`, `patternProperties`, ...) makes `compile_fast` return None: that schema is always left to
+`pattern` (on RE2, as the slow path matches it too), `items` (one schema), `minItems`, `maxItems`,
+and the annotations `title`, `description`, `default`, `examples`, `$schema`, `$comment`. Anything
+else (`format`, `$ref`, `allOf`, `patternProperties`, ...) makes `compile_fast` return None: that schema is always left to
 `jsonschema`. Equality for `enum` / `const` follows JSON Schema (1 equals 1.0, true never equals 1).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
+
+import re2
+
+from .patterns import compiled
 
 Validator = Callable[[Any], bool]
 
@@ -181,8 +184,8 @@ def _strings(schema: dict[str, Any]) -> list[Validator]:
         checks.append(lambda value: not isinstance(value, str) or _length(value) <= longest)
     if "pattern" in schema:
         try:
-            pattern = re.compile(schema["pattern"])
-        except (re.error, TypeError):
+            pattern = compiled(schema["pattern"])
+        except (re2.error, TypeError, UnicodeError):
             raise _Unsupported from None
         checks.append(lambda value: not isinstance(value, str) or pattern.search(value) is not None)
     return checks

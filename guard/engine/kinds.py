@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from . import safe_yaml
 from .errors import Issue
 
 READ = "read"
@@ -108,7 +109,7 @@ def parse_tool_kinds(content: str | Mapping[str, Any] | None) -> tuple[dict[str,
     data: Any = content
     if isinstance(content, str):
         try:
-            data = yaml.safe_load(content)
+            data = safe_yaml.load(content)
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -9,6 +9,9 @@ explicitly allows extra properties (`additionalProperties` other than false, or 
 keeps them, and those arguments count as partially described (`schema_partial`), like a declared
 argument whose schema constrains nothing (`{}` or `true`).
 
+Every `pattern` and `patternProperties` runs on RE2 (`patterns.py`); a schema holding one RE2
+cannot run is refused at load, naming the pattern's path.
+
 Validity is answered first by `fastschema` where the schema is plain enough, else (and for every
 call the fast path rejects, so that each problem gets its pointer) by `jsonschema`.
 
@@ -29,6 +32,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from .addresses import argument_is_host
 from .errors import Issue
 from .fastschema import Validator, compile_fast
+from .patterns import RE2Validator, pattern_issues
 
 _CONSTRAINING = frozenset(
     {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not", "pattern", "format"}
@@ -45,7 +49,7 @@ class ArgumentSchema:
     open: bool
     partial: frozenset[str]
     host_arguments: frozenset[str]
-    validator: Draft202012Validator | None
+    validator: RE2Validator | None
     fast: Validator | None = None
 
     def undeclared(self, arguments: Mapping[str, Any]) -> list[str]:
@@ -140,6 +144,8 @@ def compile_parameters(schema: Any, path: str) -> tuple[ArgumentSchema | None, l
     except SchemaError as error:
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.path)
         issues.append(Issue(path + where, f"is not a valid JSON Schema: {error.message}"))
+    else:
+        issues.extend(pattern_issues(schema, path))
     root_type = schema.get("type")
     if root_type is not None and root_type != "object":
         issues.append(Issue(f"{path}.type", "must be `object`: a tool takes named arguments"))
@@ -161,7 +167,7 @@ def compile_parameters(schema: Any, path: str) -> tuple[ArgumentSchema | None, l
         open_schema = True
     partial = frozenset(name for name, sub in properties.items() if not _constrains(sub))
     hosts = frozenset(name for name, sub in properties.items() if argument_is_host(name, sub))
-    validator = Draft202012Validator(tightened, format_checker=_FORMAT_CHECKER)
+    validator = RE2Validator(tightened, format_checker=_FORMAT_CHECKER)
     fast = compile_fast(tightened)
     return ArgumentSchema(tuple(properties), open_schema, partial, hosts, validator, fast), []
 

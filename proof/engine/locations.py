@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from guard.engine import safe_yaml
+
 
 @dataclass(frozen=True, order=True)
 class Location:
@@ -55,13 +57,13 @@ def _key_text(node: yaml.Node) -> str:
 
 
 #: libyaml's safe loader where PyYAML was built with it (much faster), else the Python one.
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FAST_LOADER = safe_yaml.FAST_LOADER
 
 
 def yaml_lines(text: str) -> dict[str, int]:
     """Every field path of a YAML document and its line; empty when the text does not compose."""
     try:
-        root = yaml.compose(text, Loader=FAST_LOADER)
+        root = safe_yaml.compose(text)
     except yaml.YAMLError:
         return {}
     lines: dict[str, int] = {}

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from guard.engine import CatalogueInvalid, lint_catalogue, load_agent_yaml, load_settings
+from guard.engine import CatalogueInvalid, lint_catalogue, load_agent_yaml, load_settings, safe_yaml
 from guard.engine.agent_yaml import parse_yaml
 from guard.engine.checks import NAMES, switched_on
 from guard.engine.errors import SettingsInvalid
@@ -38,7 +38,7 @@ from .codechecks import check_files
 from .errors import ConfigInvalid, Problem, SourceUnreadable
 from .graphdoc import Graph, load_graph, remember_catalogue
 from .hunt import hunt
-from .locations import FAST_LOADER, Location, yaml_lines
+from .locations import Location, yaml_lines
 from .prove import (
     DEFAULT_CACHE,
     DEFAULT_DEPTH,
@@ -121,7 +121,7 @@ class _Reader:
         try:
             # A fast first read for the settings and the modules; `load_agent_yaml` reads the file
             # again strictly (a key written twice is refused there, with its line).
-            data = yaml.load(self.text, Loader=FAST_LOADER)  # noqa: S506 - a safe loader
+            data = safe_yaml.load(self.text)
         except yaml.YAMLError:
             try:
                 parse_yaml(self.text, filename=self.filename)

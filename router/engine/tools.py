@@ -26,12 +26,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from guard.engine.catalogue import Catalogue, OrderRule, Tool
 from guard.engine.fastschema import compile_fast
 from guard.engine.kinds import is_write
 from guard.engine.kinds import words as name_words
+from guard.engine.patterns import RE2Validator
 
 from .lexicon import Lexicon
 from .text import singular_en
@@ -129,7 +128,7 @@ def _validator(schema: Any) -> Callable[[Any], bool]:
             return lambda value: (
                 plain(value) and (not isinstance(value, str) or form.fullmatch(value) is not None)
             )
-    slow = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    slow = RE2Validator(schema, format_checker=RE2Validator.FORMAT_CHECKER)
     return slow.is_valid
 
 

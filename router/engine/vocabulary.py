@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from guard.engine import safe_yaml
+
 from .errors import Issue, VocabularyInvalid
 
 LANGUAGES = ("en", "pt-BR")
@@ -153,7 +155,7 @@ def load_vocabulary(text: str | None, *, filename: str = "vocabulary.yaml") -> V
     if text is None or not str(text).strip():
         return Vocabulary()
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = safe_yaml.compose(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or "it cannot be read"

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.views import ORG_PARAM
-from rulebooks import services
+from rulebooks import compiler, services
 from rulebooks.models import Rulebook
 
 
@@ -45,10 +45,14 @@ def _upload(request, *, default_name: str) -> tuple[bytes, str, str | None]:  # 
 
 
 def _rejected(exc: services.Rejected) -> Response:
+    """400 with every located error; 413 when the rulebook is too large to compile."""
     errors = [{k: v for k, v in e.items() if k != "text"} for e in exc.errors]
+    too_large = exc.code == compiler.TOO_LARGE
     return Response(
         {"code": exc.code, "errors": errors, "rendered": exc.rendered},
-        status=status.HTTP_400_BAD_REQUEST,
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        if too_large
+        else status.HTTP_400_BAD_REQUEST,
     )
 
 

@@ -2,7 +2,9 @@
 
 The passes, in order (each needs what the ones before it produced):
 
-1. `decode` -- bytes to text (`text.decode`); a file that is not UTF-8 is refused.
+1. `decode` -- bytes to text (`text.decode`); a file that is not UTF-8 is refused; then
+   `limits.colang_problems` refuses a file too large to parse (bytes, lines, a line's length,
+   the number of blocks) before any parser runs.
 2. `choose_version` -- from the explicit `colang_version`, else from the content: a top-level
    `define` is Colang 1.0, a top-level `flow` or decorator is Colang 2.x. A file with both, or
    with neither, is refused unless the version is given: the version is never guessed.
@@ -20,6 +22,7 @@ from typing import Any
 from . import colang_v1, colang_v2
 from .colang_common import ParseContext, Parsed
 from .errors import UNSUPPORTED, CompileError, RulebookUnsupported
+from .limits import colang_problems
 from .lower import Lowerer, flow_record, public, roots
 from .record import new_record
 from .routes import Analyzer, TooComplex
@@ -121,6 +124,7 @@ def compile_colang(
     """
     data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
     text, errors = decode(data, filename)
+    errors = errors or colang_problems(data, text, filename)
     if errors:
         raise RulebookUnsupported(errors)
     version = choose_version(text, colang_version, filename)

@@ -14,6 +14,9 @@ from typing import Any
 
 #: A construct the compiler does not support, or text it cannot parse (Colang or rule sheet).
 UNSUPPORTED = "rulebook_unsupported"
+#: A rulebook larger than the compiler reads (bytes, lines, flows, rows, an XLSX's inflated size),
+#: or a compile that went over the server's time or memory budget.
+TOO_LARGE = "rulebook_too_large"
 #: An organisation that accepts compiled records only was given a rulebook source.
 POLICY_INPUT_REFUSED = "policy_input_refused"
 #: A record that is not a record this compiler wrote, or a folder whose manifest does not match.

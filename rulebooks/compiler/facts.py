@@ -42,6 +42,8 @@ _FROM = re.compile(
     re.VERBOSE,
 )
 KEYS = frozenset({"from", "same"})
+#: Longest `from` a fact may have (`get_order.status == "paid"` is 26).
+MAX_SOURCE_LENGTH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,11 @@ def _parse_entry(name: str, entry: Any, issues: list[FactsIssue]) -> FactSource 
         return None
     if not isinstance(source, str):
         issues.append(FactsIssue(f"{base}.from", "`from` is a text like `get_order.status`"))
+        return None
+    if len(source) > MAX_SOURCE_LENGTH:
+        # `_FROM`'s lazy value costs time quadratic in a run of spaces: bound the text first.
+        message = f"`from` is at most {MAX_SOURCE_LENGTH} characters"
+        issues.append(FactsIssue(f"{base}.from", message))
         return None
     match = _FROM.fullmatch(source)
     if match is None:

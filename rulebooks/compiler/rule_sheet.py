@@ -23,6 +23,11 @@ Every error names its row and column (`row 4, column condition: ...`). CSV is re
 standard library (`,`, `;` or tab, chosen by which one splits the header into known column
 names); XLSX with openpyxl, from memory, refusing formulas (a rule is a value, not a
 computation) and reading the sheet named `rules` (or `regras`), else the first one.
+
+Sizes are bounded before and while reading (`rulebook_too_large`): the file's bytes
+(`MAX_BYTES`), an XLSX's inflated parts (`limits.xlsx_problems`, before openpyxl opens the zip),
+`MAX_ROWS` rows, `MAX_COLUMNS` columns (an XLSX is read no wider) and `limits.MAX_CELL_LENGTH`
+characters per cell.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import UNSUPPORTED, CompileError, RulebookUnsupported
+from .errors import TOO_LARGE, UNSUPPORTED, CompileError, RulebookUnsupported
 from .expressions import ExpressionError, parse_expression
+from .limits import MAX_CELL_LENGTH, xlsx_problems
 from .record import new_record
 
 FORMAT = "rule-sheet"
@@ -86,11 +92,13 @@ class _Sheet:
         self.errors: list[CompileError] = []
         self.columns: dict[int, str] = {}
 
-    def error(self, row: int | None, column: int | None, message: str) -> None:
+    def error(
+        self, row: int | None, column: int | None, message: str, code: str = UNSUPPORTED
+    ) -> None:
         field = self.columns.get(column, f"{column + 1}") if column is not None else ""
         self.errors.append(
             CompileError(
-                UNSUPPORTED,
+                code,
                 message,
                 self.filename,
                 row,
@@ -124,7 +132,11 @@ def _read_csv(data: bytes, sheet: _Sheet) -> list[Row]:
         for cells in reader:
             number += 1
             if number > MAX_ROWS:
-                sheet.error(number, None, f"a rule sheet has at most {MAX_ROWS} rows")
+                sheet.error(number, None, f"a rule sheet has at most {MAX_ROWS} rows", TOO_LARGE)
+                break
+            if len(cells) > MAX_COLUMNS:
+                message = f"a rule sheet has at most {MAX_COLUMNS} columns"
+                sheet.error(number, None, message, TOO_LARGE)
                 break
             rows.append((number, list(cells)))
     except csv.Error as exc:
@@ -133,10 +145,16 @@ def _read_csv(data: bytes, sheet: _Sheet) -> list[Row]:
 
 
 def _read_xlsx(data: bytes, sheet: _Sheet) -> list[Row]:
+    too_large = xlsx_problems(data, sheet.filename)
+    if too_large:
+        sheet.errors.extend(too_large)
+        return []
     try:
         from openpyxl import load_workbook
 
         book = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    except MemoryError:  # over the compile's memory budget: not a malformed file
+        raise
     except Exception:  # a malformed upload: any failure to open it is a refusal
         sheet.error(None, None, "the file is not an XLSX workbook")
         return []
@@ -145,18 +163,20 @@ def _read_xlsx(data: bytes, sheet: _Sheet) -> list[Row]:
         chosen = names.get("rules") or names.get("regras")
         worksheet = book[chosen] if chosen else book.worksheets[0]
         rows: list[Row] = []
-        for number, cells in enumerate(worksheet.iter_rows(), start=1):
+        for number, cells in enumerate(worksheet.iter_rows(max_col=MAX_COLUMNS), start=1):
             if number > MAX_ROWS:
-                sheet.error(number, None, f"a rule sheet has at most {MAX_ROWS} rows")
+                sheet.error(number, None, f"a rule sheet has at most {MAX_ROWS} rows", TOO_LARGE)
                 break
             values: list[Cell] = []
-            for cell in cells[:MAX_COLUMNS]:
+            for cell in cells:
                 if getattr(cell, "data_type", None) == "f":
                     values.append(_Formula())
                 else:
                     values.append(cell.value)
             rows.append((number, values))
         return rows
+    except MemoryError:
+        raise
     except Exception:  # a malformed upload: any failure to read it is a refusal
         sheet.error(None, None, "the XLSX workbook cannot be read")
         return []
@@ -364,17 +384,21 @@ def rules_from_rows(rows: Iterable[Row], sheet: _Sheet) -> list[dict[str, Any]]:
         if not any(_text(c) or isinstance(c, _Formula) for c in cells):
             continue
         named: dict[str, tuple[int, Cell]] = {}
-        formula = False
+        skip = False
         for col, value in enumerate(cells):
             name = columns.get(col)
-            if isinstance(value, _Formula):
+            if isinstance(value, str) and len(value) > MAX_CELL_LENGTH:
+                message = f"a cell holds at most {MAX_CELL_LENGTH:,} characters"
+                sheet.error(number, col, message, TOO_LARGE)
+                skip = True
+            elif isinstance(value, _Formula):
                 sheet.error(number, col, "a formula is not a rule: write its value")
-                formula = True
+                skip = True
             elif name is not None:
                 named[name] = (col, value)
             elif _text(value):
                 sheet.error(number, col, "this cell is in a column without a name")
-        if formula:
+        if skip:  # a formula or an oversized cell: the row is not read further
             continue
         if not any(_text(named[n][1]) for n in named if n != "notes"):
             continue
@@ -391,7 +415,7 @@ def compile_rule_sheet(data: bytes, *, filename: str) -> dict[str, Any]:
         raise TypeError("a rule sheet is given as bytes")
     data = bytes(data)
     if len(data) > MAX_BYTES:
-        sheet.error(None, None, f"a rule sheet is at most {MAX_BYTES} bytes")
+        sheet.error(None, None, f"a rule sheet is at most {MAX_BYTES} bytes", TOO_LARGE)
         raise RulebookUnsupported(sheet.errors)
     lowered = filename.lower()
     if lowered.endswith(".xlsx"):

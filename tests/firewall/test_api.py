@@ -44,16 +44,19 @@ def policy(editor, client_for):
     return Policy.objects.get(pk=response.json()["id"])
 
 
-def test_creating_a_policy_stores_its_rules_and_audits_without_blobs(policy, organisation):
+def test_creating_a_policy_stores_its_rules_and_audits_them_in_one_row_without_blobs(
+    policy, organisation
+):
     assert policy.active
     assert [r.name for r in policy.rules.order_by("priority")] == ["no rm -rf", "scrub"]
-    rows = AuditRow.objects.filter(organisation=organisation, action="firewall.rule.create")
-    assert rows.count() == 2
+    rows = AuditRow.objects.filter(organisation=organisation, action="firewall.policy.import")
+    assert rows.count() == 1
     text = json.dumps([r.changes for r in rows])
     assert "rm\\\\s+-rf" not in text and "ACME-" not in text and "why" not in text
-    first = rows.order_by("seq").first().changes
-    assert first["args_match"] == {"redacted": True}
-    assert first["tool_name_glob"] == {"old": None, "new": "shell.*"}
+    assert rows.get().changes == {
+        "rules": {"old": 0, "new": 2},
+        "rule_names": {"old": None, "new": ["no rm -rf", "scrub"]},
+    }
 
 
 def test_an_invalid_rule_is_refused_with_every_path_and_nothing_stored(policy, editor, client_for):

@@ -60,12 +60,12 @@ def test_depth_and_turns_are_passed_to_the_proof(capsys) -> None:
     assert code == 0 and (proof["depth"], proof["turns"]) == (9, 1)
 
 
-def test_a_missing_file_the_agent_names_exits_2_with_one_line_and_no_traceback(
+def test_a_missing_file_the_agent_names_is_invalid_input_exit_1_with_one_line_and_no_traceback(
     capsys, tmp_path
 ) -> None:
     (tmp_path / "agent.yaml").write_text((SHOP / "agent.yaml").read_text())
     code, out, err = _run(capsys, str(tmp_path / "agent.yaml"))
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""
     assert "Traceback" not in err
     assert err.startswith("stalwart verify: error: agent.yaml:12: tools[0].python: the source")
 
