@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from console.api.parsers import BodyTooLarge, max_body_bytes
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +22,8 @@ def exception_handler(exc, context):  # noqa: ANN001, ANN201
         else:
             detail = {"non_field_errors": [str(m) for m in exc.messages]}
         exc = exceptions.ValidationError(detail)
+    elif isinstance(exc, RequestDataTooBig):
+        exc = BodyTooLarge("body", f"the body is larger than {max_body_bytes()} bytes")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
     response = drf_exception_handler(exc, context)

@@ -150,6 +150,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "console.api.errors.exception_handler",
+    "DEFAULT_PARSER_CLASSES": [
+        "console.api.parsers.StrictJSONParser",
+        "console.api.parsers.StrictFormParser",
+        "console.api.parsers.StrictMultiPartParser",
+    ],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -182,3 +187,9 @@ STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TI
 # before a job whose workers keep being lost ends `error`.
 STALWART_PROOF_LEASE_SECONDS = float(os.environ.get("STALWART_PROOF_LEASE_SECONDS", "60"))
 STALWART_PROOF_MAX_ATTEMPTS = int(os.environ.get("STALWART_PROOF_MAX_ATTEMPTS", "3"))
+
+# The API's edge (console/api/parsers.py): the largest body it reads (413 past it; Django's own
+# bound on form bodies is the same) and the deepest nesting of a JSON body it takes.
+STALWART_API_MAX_BODY_BYTES = int(os.environ.get("STALWART_API_MAX_BODY_BYTES", "2621440"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = STALWART_API_MAX_BODY_BYTES
+STALWART_API_MAX_JSON_DEPTH = int(os.environ.get("STALWART_API_MAX_JSON_DEPTH", "64"))

@@ -8,7 +8,6 @@ import binascii
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -53,7 +52,6 @@ def _rejected(exc: services.Rejected) -> Response:
 
 
 class CompileView(APIView):
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
     sheets_only = False
     default_name = "policy.co"
 
@@ -101,8 +99,6 @@ def _version_json(version, *, with_record: bool = False) -> dict:  # noqa: ANN00
 
 
 class RulebookListView(APIView):
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
-
     @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
