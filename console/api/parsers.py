@@ -192,3 +192,7 @@ class StrictMultiPartParser(parsers.MultiPartParser):
         parsed = super().parse(stream, media_type, parser_context)
         _check_form(parsed.data)
         return parsed
+
+
+# The parsers of a view that takes a file as well as JSON (the rulebook uploads).
+WITH_FILES = [StrictJSONParser, StrictMultiPartParser, StrictFormParser]

@@ -12,7 +12,9 @@ from rest_framework.views import APIView
 from console import selectors, services
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.serializers import (
+    AuditRowPageSerializer,
     AuditRowSerializer,
+    EventPageSerializer,
     EventSerializer,
     HealthSerializer,
     SettingsSerializer,
@@ -74,7 +76,7 @@ class EventListView(APIView):
                 "after",
             )
         ],
-        responses=EventSerializer(many=True),
+        responses=EventPageSerializer,
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
@@ -102,7 +104,7 @@ class AuditListView(APIView):
             OpenApiParameter(name, str, required=False)
             for name in ("since", "until", "actor", "action", "object_type")
         ],
-        responses=AuditRowSerializer(many=True),
+        responses=AuditRowPageSerializer,
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)

@@ -29,3 +29,6 @@ if os.environ.get("STALWART_DATABASE_NAME"):
     # A worker process started by the tests reads the test database by its real name.
     DATABASES["default"]["NAME"] = os.environ["STALWART_DATABASE_NAME"]
 STALWART_HEALTH_WORKER_TIMEOUT = 10.0
+# The suite sends bad keys from one address across many tests; the throttle's own tests set the
+# production limit (tests/security/test_throttling.py).
+STALWART_API_KEY_FAILURE_LIMIT = 100_000

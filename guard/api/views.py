@@ -253,7 +253,11 @@ class ApprovalDetailView(APIView):
 class ApprovalAnswerView(APIView):
     action = "approve"
 
-    @extend_schema(parameters=[ORG_PARAM], request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[ORG_PARAM],
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+    )
     def post(self, request, approval_id):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
         require(actor, "approvals.answer")

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.parsers import WITH_FILES
 from console.api.views import ORG_PARAM
 from rulebooks import services
 from rulebooks.models import Rulebook
@@ -52,6 +53,7 @@ def _rejected(exc: services.Rejected) -> Response:
 
 
 class CompileView(APIView):
+    parser_classes = WITH_FILES
     sheets_only = False
     default_name = "policy.co"
 
@@ -99,6 +101,8 @@ def _version_json(version, *, with_record: bool = False) -> dict:  # noqa: ANN00
 
 
 class RulebookListView(APIView):
+    parser_classes = WITH_FILES
+
     @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
