@@ -194,5 +194,6 @@ class StrictMultiPartParser(parsers.MultiPartParser):
         return parsed
 
 
-# The parsers of a view that takes a file as well as JSON (the rulebook uploads).
+# The parsers of a view that takes a file as well as JSON (the rulebook uploads), or that takes
+# no body and should not refuse the empty form a client sends by default (answering approvals).
 WITH_FILES = [StrictJSONParser, StrictMultiPartParser, StrictFormParser]

@@ -77,6 +77,7 @@ class EventListView(APIView):
             )
         ],
         responses=EventPageSerializer,
+        operation_id="events_list",
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
@@ -105,6 +106,7 @@ class AuditListView(APIView):
             for name in ("since", "until", "actor", "action", "object_type")
         ],
         responses=AuditRowPageSerializer,
+        operation_id="audit_list",
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)

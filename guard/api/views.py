@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.malformed import RecordsMalformedCalls
+from console.api.parsers import WITH_FILES
 from console.api.views import ORG_PARAM
 from console.services import malformed_call_record
 from guard import approvals, services
@@ -252,6 +253,7 @@ class ApprovalDetailView(APIView):
 
 class ApprovalAnswerView(APIView):
     action = "approve"
+    parser_classes = WITH_FILES
 
     @extend_schema(
         parameters=[ORG_PARAM],
