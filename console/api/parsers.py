@@ -172,12 +172,20 @@ class StrictJSONParser(parsers.BaseParser):
         return parse_json_object(_read_bounded(stream, parser_context))
 
 
-def _check_form(data: Any) -> None:
+def form_problem(data: Any) -> tuple[str, str] | None:
+    """The first field of a form or a query string with a NUL or a lone surrogate, and why."""
     for key, values in data.lists():
         for value in [key, *values]:
             problem = _text_problem(value) if isinstance(value, str) else None
             if problem is not None:
-                raise MalformedBody(_escaped(key), problem)
+                return _escaped(key), problem
+    return None
+
+
+def _check_form(data: Any) -> None:
+    problem = form_problem(data)
+    if problem is not None:
+        raise MalformedBody(*problem)
 
 
 class StrictFormParser(parsers.FormParser):

@@ -155,3 +155,13 @@ def test_an_unknown_name_in_checks_is_a_400_naming_checks(session_id, editor, cl
     response = _post(client_for(editor), f"/v1/sessions/{session_id}/check", body)
     assert response.status_code == 400
     assert response.json() == {"checks": ["there is no check named `no_such_check`"]}
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [("/v1/events?agent=a%00b", "agent"), ("/v1/audit?actor=%00", "actor")],
+)
+def test_a_nul_in_a_filter_is_a_400_not_a_database_error(url, field, admin, client_for):
+    response = client_for(admin).get(url)
+    assert response.status_code == 400
+    assert response.json() == {field: ["a NUL character is not allowed"]}
