@@ -1,7 +1,8 @@
 """`make fuzz`: hypothesis over the parts that read what an attacker writes, for a bounded time.
 
-Targets: the firewall validator (then compiler and evaluator, for what validates), the rulebook
-compiler (Colang and rule sheets), agent.yaml, and the tool check's `check`. Each input either
+Targets: the firewall validator, the firewall's compiler and both evaluators (on policies that
+mostly validate), the rulebook compiler (Colang and rule sheets), agent.yaml, and the tool
+check's `check`. Each input either
 succeeds or raises the product's own error (`FirewallError`, `RulebookError`, `GuardError`);
 anything else (a crash, a `TypeError`, a `RecursionError`) is a finding, printed with its input,
 and the run exits 1. `FUZZ_SECONDS` (default 300) is the whole budget, shared among the targets;
@@ -78,6 +79,40 @@ POLICY = (
         {"name": FW_VALUE, "default_verdict": FW_VALUE, "rules": st.lists(RULE, max_size=4)}
     )
     | JSON
+)
+# Policies that mostly validate, so that the compiler and both evaluators are reached too.
+NEAR_RULE = st.fixed_dictionaries(
+    {
+        "priority": st.integers(0, 1000),
+        "name": st.sampled_from(["r", "no rm", "scrub", "held"]),
+        "verdict": st.sampled_from(["allow", "audit", "deny", "require_approval"]),
+        "tool_name_glob": st.sampled_from(
+            ["", "*", "shell.*", "*.exec", "*.shell.*", "refund_card"]
+        ),
+    },
+    optional={
+        "stage": st.sampled_from(firewall_engine.STAGES),
+        "skill_glob": st.sampled_from(["builtin.*", "*", "pay"]),
+        "args_match": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "path": st.sampled_from(["$.command", "$.a[0].b", "$..x", "$[*]", "$.amount"]),
+                    "op": st.sampled_from(firewall_engine.OPERATORS),
+                    "value": st.sampled_from(["rm", "rm\\s+-rf", 5, 1.5, ["a", "b"], True])
+                    | FW_VALUE,
+                }
+            ),
+            max_size=3,
+        ),
+        "enabled": st.booleans(),
+    },
+)
+NEAR_POLICY = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["p", "production"]),
+        "default_verdict": st.sampled_from(firewall_engine.DEFAULT_VERDICTS),
+        "rules": st.lists(NEAR_RULE, max_size=4, unique_by=lambda r: r["name"]),
+    }
 )
 CALL = (
     st.fixed_dictionaries(
@@ -191,6 +226,12 @@ CHECK: guard_engine.ToolCheck
 MODULES: dict[str, list] = {}
 TARGETS: list[tuple[str, Callable[..., None], tuple[st.SearchStrategy, ...], tuple[type, ...]]] = [
     ("firewall validator", target_firewall, (POLICY, CALL), (firewall_engine.FirewallError,)),
+    (
+        "firewall compiler and evaluators",
+        target_firewall,
+        (NEAR_POLICY, CALL),
+        (firewall_engine.FirewallError,),
+    ),
     (
         "rulebook compiler (Colang)",
         target_colang,
