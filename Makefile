@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
-.PHONY: screenshots run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation clean
+.PHONY: screenshots run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,12 @@ mutation: install
 # Screenshots of every console page at 1440x900 and 390x844 into docs/screenshots/ (README).
 screenshots: install
 	$(PY) scripts/screenshots.py
+
+# hypothesis over the firewall validator, the rulebook compiler, agent.yaml and the tool check, for
+# FUZZ_SECONDS in all (FUZZ_SEED repeats a run); outside `make test`.
+FUZZ_SECONDS ?= 300
+fuzz: install
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(PY) scripts/fuzz.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

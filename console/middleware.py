@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 
 OPEN_PREFIXES = ("/v1/", "/static/")
@@ -31,4 +31,22 @@ class LoginRequiredMiddleware:
                 response["HX-Redirect"] = login
                 return response
             return redirect_to_login(request.get_full_path(), login)
+        return self.get_response(request)
+
+
+class ApiQueryMiddleware:
+    """The API's edge for what is not a body: a query parameter with a NUL or a lone surrogate is
+    a 400 naming it (PostgreSQL cannot compare text holding a NUL: that was a 500)."""
+
+    def __init__(self, get_response) -> None:  # noqa: ANN001
+        self.get_response = get_response
+
+    def __call__(self, request):  # noqa: ANN001, ANN204
+        if request.path_info.startswith("/v1/"):
+            from console.api.parsers import form_problem
+
+            problem = form_problem(request.GET)
+            if problem is not None:
+                field, message = problem
+                return JsonResponse({field: [message]}, status=400)
         return self.get_response(request)

@@ -526,6 +526,38 @@ def event_record(
     return event
 
 
+def malformed_call_record(
+    *,
+    organisation: Organisation,
+    source: str,
+    field: str,
+    problem: str,
+    body: Any,
+    session: str = "",
+    agent: str = "",
+    verdict: str = "",
+) -> Event:
+    """Record a call the API refused as malformed: the attempt is an event like any refusal.
+
+    `body` is the storable copy the edge made (escaped text, deep subtrees cut), or None when
+    nothing could be read; it is redacted like every event's detail.
+    """
+    call = body if isinstance(body, dict) else {}
+    return event_record(
+        organisation=organisation,
+        source=source,
+        decision="refuse",
+        verdict=verdict,
+        session=session or str(call.get("session") or ""),
+        agent=agent or str(call.get("agent") or ""),
+        tool=str(call.get("tool") or ""),
+        stage="tool_call",
+        reasons=[f"malformed_call: {field}"],
+        rule="",
+        detail={"call": call, "field": field, "problem": problem},
+    )
+
+
 # Events of one shard within this window share one drain, sent for the window's end.
 KICK_MS = 200
 

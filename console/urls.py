@@ -10,6 +10,8 @@ from console import views
 from guard import panel as guard_panel
 from router import views as router_views
 
+handler404 = "console.api.errors.not_found"
+
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.parsers import MalformedBody, parse_json_object
 from firewall import display, engine, selectors, services
 from firewall.forms import CHOICES, RuleForm
 from firewall.models import Policy, Rule
@@ -62,30 +63,33 @@ def policy_list_page(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _problem(exc: MalformedBody) -> str:
+    """A refusal of the API's edge as a page shows it: the field path, unless it is the whole body."""
+    return (
+        exc.problem if exc.field in ("body", "non_field_errors") else f"{exc.field}: {exc.problem}"
+    )
+
+
 @require_POST
 def policy_import_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "firewall.write")
     upload = request.FILES.get("file")
-    text = (
-        upload.read().decode("utf-8", errors="replace") if upload else request.POST.get("json", "")
-    )
+    raw = upload.read() if upload else request.POST.get("json", "").encode("utf-8", "replace")
     source = upload.name if upload else "the pasted JSON"
     import_errors: dict[str, list[str]] = {}
+    name = request.POST.get("name", "").strip()
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        import_errors = {
-            "file": [
-                f"{source}: line {getattr(exc, 'lineno', '?')}, column "
-                f"{getattr(exc, 'colno', '?')}: {getattr(exc, 'msg', exc)}"
-            ]
-        }
+        # The API's edge check: bounded depth, an object, no NUL or lone surrogate in any text.
+        data = parse_json_object(raw)
+        if "\x00" in name:
+            raise MalformedBody("name", "a NUL character is not allowed")
+    except MalformedBody as exc:
+        where = "name" if exc.field == "name" else "file"
+        import_errors = {where: [f"{source}: {_problem(exc)}"]}
     else:
         try:
-            policy = services.policy_import(
-                actor=actor, data=data, name=request.POST.get("name", "").strip() or None
-            )
+            policy = services.policy_import(actor=actor, data=data, name=name or None)
         except ValidationError as exc:
             import_errors = _errors(exc)
         else:
@@ -256,20 +260,16 @@ def try_call(request: HttpRequest, policy_id: int) -> HttpResponse:
     text = request.POST.get("call", "")
     result, error = None, None
     try:
-        call = json.loads(text)
-    except ValueError as exc:
-        error = f"call: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        call = parse_json_object(text.encode("utf-8", "replace"))
+    except MalformedBody as exc:
+        error = "call: a call is a JSON object" if exc.field == "non_field_errors" else None
+        error = error or f"call: {_problem(exc)}"
     else:
-        if not isinstance(call, dict):
-            error = "call: a call is a JSON object"
-        else:
-            # The same reading of a call as `POST /v1/firewall/evaluate`: a misspelled field is an
-            # error, never a default silently answered.
-            call, error = _read_tried_call(call)
-            if error is None:
-                result = services.firewall_evaluate(
-                    actor=actor, call=call, policy=policy, record=False
-                )
+        # The same reading of a call as `POST /v1/firewall/evaluate`: a misspelled field is an
+        # error, never a default silently answered.
+        call, error = _read_tried_call(call)
+        if error is None:
+            result = services.firewall_evaluate(actor=actor, call=call, policy=policy, record=False)
     context = _policy_context(actor, policy, call_text=text, result=result, call_error=error)
     if request.htmx:
         return render(request, "firewall/policy.html#try-result", context)

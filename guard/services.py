@@ -180,6 +180,15 @@ def _secret(check: engine.ToolCheck, call: dict[str, Any]) -> frozenset[str]:
     return known.secret if known is not None else frozenset()
 
 
+def _checks(checks: Any) -> list[str] | None:
+    """`checks` as the engine takes it: absent, or a list of check names."""
+    if checks is None:
+        return None
+    if not isinstance(checks, list) or not all(isinstance(name, str) for name in checks):
+        raise ValidationError({"checks": ["a list of check names"]})
+    return checks
+
+
 @transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event."""
@@ -187,15 +196,18 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     check = _tool_check(session)
     call = _call(session, data)
-    decision = check.check(
-        call,
-        session=session.history,
-        head=session.head,
-        context=data.get("context"),
-        token=data.get("token"),
-        checks=data.get("checks"),
-        usage=data.get("usage"),
-    )
+    try:
+        decision = check.check(
+            call,
+            session=session.history,
+            head=session.head,
+            context=data.get("context"),
+            token=data.get("token"),
+            checks=_checks(data.get("checks")),
+            usage=data.get("usage"),
+        )
+    except engine.UnknownCheck as exc:
+        raise ValidationError({"checks": [str(exc)]}) from exc
     result = _controls(actor, session, check, call, decision.to_dict())
     if result["decision"] == "confirm" and not data.get("token"):
         from guard.approvals import approval_request_create

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.cache import cache
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
@@ -24,7 +26,23 @@ class ApiKeyPrincipal:
         return f"api-key:{self.key.name}"
 
 
+def _failures_key(address: str) -> str:
+    return f"stalwart:api-key-failures:{address}"
+
+
+def api_key_failures_reset(address: str) -> None:
+    """Forget an address's failed key authentications (an admin's unlock, and the tests)."""
+    cache.delete(_failures_key(address))
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """A key's organisation and role; an address that keeps sending bad keys is throttled.
+
+    Past `STALWART_API_KEY_FAILURE_LIMIT` failures within `STALWART_API_KEY_FAILURE_WINDOW`
+    seconds (counted in the cache, Redis in production, from the first failure), every key from
+    that address answers 429 before it is looked up, so guessing keys costs a window per batch.
+    """
+
     def authenticate(self, request):  # noqa: ANN001, ANN201
         header = request.META.get("HTTP_AUTHORIZATION", "")
         plain = ""
@@ -33,12 +51,29 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         plain = plain or request.META.get("HTTP_X_API_KEY", "").strip()
         if not plain:
             return None
+        counter = _failures_key(request.META.get("REMOTE_ADDR", ""))
+        window = int(settings.STALWART_API_KEY_FAILURE_WINDOW)
+        if (cache.get(counter) or 0) >= int(settings.STALWART_API_KEY_FAILURE_LIMIT):
+            raise exceptions.Throttled(
+                wait=window, detail="too many failed API-key authentications from this address"
+            )
         if not plain.startswith(API_KEY_PREFIX):
+            self._failed(counter, window)
             raise exceptions.AuthenticationFailed("the API key is not a Stalwart key")
         key = api_key_authenticate(plain)
         if key is None:
+            self._failed(counter, window)
             raise exceptions.AuthenticationFailed("the API key is unknown or revoked")
         return ApiKeyPrincipal(key=key), key
+
+    @staticmethod
+    def _failed(counter: str, window: int) -> None:
+        # add() starts the window at the first failure; incr() never extends it.
+        if not cache.add(counter, 1, timeout=window):
+            try:
+                cache.incr(counter)
+            except ValueError:
+                cache.add(counter, 1, timeout=window)
 
     def authenticate_header(self, request) -> str:  # noqa: ANN001
         return 'Bearer realm="stalwart"'

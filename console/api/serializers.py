@@ -81,3 +81,19 @@ class HealthProbeSerializer(serializers.Serializer):
 class HealthSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     checks = HealthProbeSerializer(many=True)
+
+
+class _Page(serializers.Serializer):
+    """A page of a list (`?limit=&offset=`): the count, the neighbours' URLs, the results."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+
+
+class EventPageSerializer(_Page):
+    results = EventSerializer(many=True)
+
+
+class AuditRowPageSerializer(_Page):
+    results = AuditRowSerializer(many=True)

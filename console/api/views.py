@@ -12,7 +12,9 @@ from rest_framework.views import APIView
 from console import selectors, services
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.serializers import (
+    AuditRowPageSerializer,
     AuditRowSerializer,
+    EventPageSerializer,
     EventSerializer,
     HealthSerializer,
     SettingsSerializer,
@@ -74,7 +76,8 @@ class EventListView(APIView):
                 "after",
             )
         ],
-        responses=EventSerializer(many=True),
+        responses=EventPageSerializer,
+        operation_id="events_list",
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
@@ -102,7 +105,8 @@ class AuditListView(APIView):
             OpenApiParameter(name, str, required=False)
             for name in ("since", "until", "actor", "action", "object_type")
         ],
-        responses=AuditRowSerializer(many=True),
+        responses=AuditRowPageSerializer,
+        operation_id="audit_list",
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -32,6 +33,7 @@ INSTALLED_APPS = [
     "guard",
     "router",
     "proof",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -39,12 +41,23 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "console.middleware.ApiQueryMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its 429 answer.
+    "axes.middleware.AxesMiddleware",
+]
+
+# Sign-in is throttled by django-axes: AxesStandaloneBackend refuses a locked-out account and
+# address before the password is checked; the attempts live in the database (every process of
+# `make run` and of a deployment sees the same counts).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -89,6 +102,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# After this many failed sign-ins for one account from one address, that pair is locked out
+# (429) for the cool-off; a right password after the lockout does not get in either.
+AXES_FAILURE_LIMIT = int(os.environ.get("STALWART_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("STALWART_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -150,6 +170,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "console.api.errors.exception_handler",
+    # JSON only; the rulebook views also take a file (console.api.parsers.WITH_FILES).
+    "DEFAULT_PARSER_CLASSES": ["console.api.parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -163,6 +185,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/v1",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.api.schema.add_error_responses",
+    ],
 }
 
 LOGGING = {
@@ -198,3 +224,14 @@ STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TI
 # before a job whose workers keep being lost ends `error`.
 STALWART_PROOF_LEASE_SECONDS = float(os.environ.get("STALWART_PROOF_LEASE_SECONDS", "60"))
 STALWART_PROOF_MAX_ATTEMPTS = int(os.environ.get("STALWART_PROOF_MAX_ATTEMPTS", "3"))
+
+# The API's edge (console/api/parsers.py): the largest body it reads (413 past it; Django's own
+# bound on form bodies is the same) and the deepest nesting of a JSON body it takes.
+STALWART_API_MAX_BODY_BYTES = int(os.environ.get("STALWART_API_MAX_BODY_BYTES", "2621440"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = STALWART_API_MAX_BODY_BYTES
+STALWART_API_MAX_JSON_DEPTH = int(os.environ.get("STALWART_API_MAX_JSON_DEPTH", "64"))
+
+# Failed API-key authentications per address (console/api/authentication.py): past the limit
+# within the window, every key from that address answers 429 until the window ends.
+STALWART_API_KEY_FAILURE_LIMIT = int(os.environ.get("STALWART_API_KEY_FAILURE_LIMIT", "20"))
+STALWART_API_KEY_FAILURE_WINDOW = int(os.environ.get("STALWART_API_KEY_FAILURE_WINDOW", "300"))

@@ -40,3 +40,7 @@ STATICFILES_DIRS = [
 # The test database is emptied between tests and a file is not: the anchor file is off, and the
 # tests of anchors name a file of their own.
 STALWART_AUDIT_ANCHOR_FILE = ""
+
+# The suite sends bad keys from one address across many tests; the throttle's own tests set the
+# production limit (tests/security/test_throttling.py).
+STALWART_API_KEY_FAILURE_LIMIT = 100_000

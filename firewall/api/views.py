@@ -13,7 +13,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.malformed import RecordsMalformedCalls
 from console.api.views import ORG_PARAM
+from console.services import malformed_call_record
 from firewall import engine, selectors, services
 from firewall.models import Policy, Rule
 
@@ -230,7 +232,19 @@ class CallSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class EvaluateView(APIView):
+class EvaluateView(RecordsMalformedCalls, APIView):
+    def record_malformed(self, request, refused, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        actor = actor_for_request(request)
+        require(actor, "firewall.evaluate")
+        malformed_call_record(
+            organisation=actor.organisation,
+            source="firewall",
+            verdict="deny",
+            field=refused.field,
+            problem=refused.problem,
+            body=refused.storable,
+        )
+
     @extend_schema(parameters=[ORG_PARAM], request=CallSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request):  # noqa: ANN001, ANN201
         """Decide a call; every verdict but a plain allow is recorded as an event."""

@@ -11,7 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.malformed import RecordsMalformedCalls
+from console.api.parsers import WITH_FILES
 from console.api.views import ORG_PARAM
+from console.services import malformed_call_record
 from guard import approvals, services
 from guard.executor import Executor
 from guard.models import ApprovalRequest, GuardSession
@@ -49,6 +52,22 @@ def _session(request, session_id):  # noqa: ANN001, ANN202
     return actor, get_object_for_actor(GuardSession, actor, public_id=session_id)
 
 
+class _DecidesCalls(RecordsMalformedCalls):
+    """A session's decision endpoint: a malformed call is recorded in the session."""
+
+    def record_malformed(self, request, refused, session_id=None, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        actor, session = _session(request, session_id)
+        malformed_call_record(
+            organisation=actor.organisation,
+            source="toolcheck",
+            session=str(session.public_id),
+            agent=session.agent,
+            field=refused.field,
+            problem=refused.problem,
+            body=refused.storable,
+        )
+
+
 class SessionListView(APIView):
     @extend_schema(
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
@@ -74,7 +93,7 @@ class SessionListView(APIView):
         )
 
 
-class SessionCheckView(APIView):
+class SessionCheckView(_DecidesCalls, APIView):
     @extend_schema(
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
     )
@@ -134,7 +153,7 @@ def _call_of(data: dict[str, Any]) -> dict[str, Any]:
     return call
 
 
-class SessionExecuteView(APIView):
+class SessionExecuteView(_DecidesCalls, APIView):
     @extend_schema(
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
     )
@@ -234,8 +253,13 @@ class ApprovalDetailView(APIView):
 
 class ApprovalAnswerView(APIView):
     action = "approve"
+    parser_classes = WITH_FILES
 
-    @extend_schema(parameters=[ORG_PARAM], request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[ORG_PARAM],
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+    )
     def post(self, request, approval_id):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
         require(actor, "approvals.answer")

@@ -17,11 +17,11 @@ from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, require
+from console.api.parsers import StrictJSONParser
 from console.api.views import ORG_PARAM
 from proof import selectors, services
 from proof.models import ProofJob
@@ -67,7 +67,7 @@ def job_json(job: ProofJob, *, with_report: bool = False) -> dict[str, Any]:
 
 
 class ProofListView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
 
     @extend_schema(
         operation_id="proofs_list",

@@ -8,11 +8,11 @@ import binascii
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.parsers import WITH_FILES
 from console.api.views import ORG_PARAM
 from rulebooks import compiler, services
 from rulebooks.models import Rulebook
@@ -57,7 +57,7 @@ def _rejected(exc: services.Rejected) -> Response:
 
 
 class CompileView(APIView):
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = WITH_FILES
     sheets_only = False
     default_name = "policy.co"
 
@@ -105,7 +105,7 @@ def _version_json(version, *, with_record: bool = False) -> dict:  # noqa: ANN00
 
 
 class RulebookListView(APIView):
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = WITH_FILES
 
     @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
