@@ -38,6 +38,7 @@ from console.models import (
     ToolSwitch,
 )
 from console.plain import plain_decision
+from console.redaction import redact_string
 
 PAGE_SIZE = 25
 
@@ -142,7 +143,8 @@ def _admin_fields(obj, admin: bool) -> list[dict[str, str]]:  # noqa: ANN001
         return []
     labels = SettingsForm.Meta.labels
     return [
-        {"name": name, "label": labels[name], "value": str(getattr(obj, name) or "")}
+        # The webhook's address may carry its token: other roles see it through the credential table.
+        {"name": name, "label": labels[name], "value": redact_string(str(getattr(obj, name) or ""))}
         for name in SettingsForm.Meta.fields
         if name in services.ADMIN_FIELDS
     ]

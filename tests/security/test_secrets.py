@@ -301,3 +301,17 @@ def test_credentials_in_the_sessions_last_calls_are_not_shown_beside_an_approval
     page = client_for(approver).get("/approvals/").content.decode()
     assert "get_order" in page and "4411 via [redacted:github_token]" in page
     assert "R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb" not in page
+
+
+@pytest.mark.django_db
+def test_the_settings_page_shows_other_roles_the_webhook_without_its_token(
+    organisation, admin, editor, auditor, actor_for, client_for
+):
+    from console import services as console_services
+
+    url = "https://hooks.example.org/alerts?token=zq8Rk2mWv7Lp4Xn9Tc3Y"
+    console_services.settings_update(actor=actor_for(admin, organisation), data={"notify_url": url})
+    for person in (editor, auditor):
+        page = client_for(person).get("/settings/").content.decode()
+        assert "zq8Rk2mWv7Lp4Xn9Tc3Y" not in page
+        assert 'id="value-notify_url"' in page
