@@ -27,7 +27,7 @@ from console.access import (
 )
 from console.charts import stacked_bars
 from console.forms import ApiKeyForm, PersonForm, RoleForm, SettingsForm
-from console.health import health_report
+from console.health import health_report, worker_status
 from console.models import ApiKey, Decision, Event, Membership, SessionHold, ToolSwitch
 
 PAGE_SIZE = 25
@@ -66,6 +66,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "licence_lapsed": settings_obj.licence_lapsed(),
             "holds": holds.order_by("-created_at")[:50],
             "switches": switches.order_by("-created_at")[:50],
+            "workers": worker_status(organisation=actor.organisation),
         },
     )
 
@@ -447,5 +448,9 @@ def health_page(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         report = health_report()
         # htmx swaps only 2xx answers; the fragment itself says what does not answer.
-        return render(request, "console/health.html#health-report", {"report": report})
+        return render(
+            request,
+            "console/health.html#health-report",
+            {"report": report, "workers": worker_status(organisation=actor.organisation)},
+        )
     return render(request, "console/health.html", {})

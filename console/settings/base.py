@@ -8,7 +8,13 @@ from pathlib import Path
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(os.environ.get("STALWART_VAR_DIR", BASE_DIR / "var"))
+# Installed from a wheel, the site-wide templates and static files sit inside the package
+# (`console/site/`, copied there by setup.py); in a checkout they are the top-level folders.
+_PACKAGED_SITE = Path(__file__).resolve().parent.parent / "site"
+SITE_DIR = _PACKAGED_SITE if _PACKAGED_SITE.is_dir() else BASE_DIR
+# A checkout keeps its state in its own var/; an installed console in ./var of where it runs.
+_DEFAULT_VAR = BASE_DIR / "var" if (BASE_DIR / "manage.py").is_file() else Path.cwd() / "var"
+VAR_DIR = Path(os.environ.get("STALWART_VAR_DIR") or _DEFAULT_VAR)
 
 SECRET_KEY = os.environ.get("STALWART_SECRET_KEY", "")
 DEBUG = False
@@ -35,6 +41,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before the host check and the HTTPS redirect (console/probes.py).
+    "console.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -53,7 +61,7 @@ WSGI_APPLICATION = "console.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -98,7 +106,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -110,19 +118,15 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
-    # The embedded broker: kombu's filesystem transport, so `make run` needs no Redis.
-    _broker = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker / _sub).mkdir(parents=True, exist_ok=True)
+    # The embedded broker: kombu's SQLAlchemy transport over var/broker.sqlite3 (console/broker.py),
+    # so `make run` needs no Redis.
+    from console.broker import TRANSPORT, broker_url
+
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CELERY_BROKER_URL = "filesystem://localhost/"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker / "queue"),
-        "data_folder_out": str(_broker / "queue"),
-        "processed_folder": str(_broker / "processed"),
-        "control_folder": str(_broker / "control"),
-        "store_processed": False,
-    }
+    CELERY_BROKER_URL = broker_url(VAR_DIR)
+    CELERY_BROKER_TRANSPORT = TRANSPORT
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -137,7 +141,19 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-partial": {"task": "guard.reconcile", "schedule": 5.0},
     # Re-sends queued graph proofs and retries those whose worker was lost (their lease lapsed).
     "sweep-proofs": {"task": "proof.sweep", "schedule": 5.0},
+    # A worker that takes it writes when it last did: the dashboard and Health page read it.
+    "worker-heartbeat": {
+        "task": "console.worker_heartbeat",
+        "schedule": 5.0,
+        "options": {"expires": 10.0},
+    },
 }
+if not REDIS_URL:
+    # The embedded broker keeps delivered messages' rows: the beat removes the old ones.
+    CELERY_BEAT_SCHEDULE["prune-embedded-broker"] = {
+        "task": "console.broker_prune",
+        "schedule": 600.0,
+    }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 REST_FRAMEWORK = {
@@ -174,6 +190,9 @@ LOGGING = {
 
 # How many outbox events a worker matches in one transaction.
 STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))
+
+# A worker not heard from for this long is shown as missing on the dashboard and the Health page.
+STALWART_WORKER_STALE_SECONDS = float(os.environ.get("STALWART_WORKER_STALE_SECONDS", "30"))
 
 # How long the health check waits for a worker to answer its ping task.
 STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TIMEOUT", "3"))
