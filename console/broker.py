@@ -18,6 +18,7 @@ database and the beat's sweeps send its work again.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import os
 import sqlite3
 from pathlib import Path
@@ -43,6 +44,22 @@ def broker_url(var_dir: Path) -> str:
 
 
 class Channel(kombu_sqlalchemy.Channel):
+    def _open(self):  # noqa: ANN202 - kombu's signature
+        # kombu creates its tables on first use, checking first; processes that start together
+        # would both find none and one would fail ("table kombu_queue already exists"), so the
+        # check and the creation are made under a lock file beside the database.
+        url = self.connection.client.hostname
+        if url in self._engines or not url.startswith("sqlite:///"):
+            return super()._open()
+        path = Path(url.removeprefix("sqlite:///"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return super()._open()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def _engine_from_config(self):  # noqa: ANN202 - kombu's signature
         engine = create_engine(
             self.connection.client.hostname,

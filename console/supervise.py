@@ -4,7 +4,8 @@
 
 `make run` runs the console this way (`scripts/Procfile.dev`: the web server, a worker, the beat),
 and so can a host without systemd or a container runtime (the top-level `Procfile`). A Procfile
-line is `name: command`, the command split as a shell would (no shell runs it). A process that
+line is `name: command`, the command split as a shell would (no shell runs it) and `$VARIABLE`s
+in it replaced from the environment, as other Procfile runners do (`$PORT`). A process that
 exits is logged with its exit status and how long it ran, and started again after a delay that
 doubles from `FIRST_DELAY` up to `MAX_DELAY`, back to the first once a run lasted `STEADY`
 seconds. SIGINT or SIGTERM stops every process (SIGTERM to its group, SIGKILL after `GRACE`).
@@ -56,7 +57,7 @@ def read_procfile(path: Path) -> list[Program]:
         if not sep or not name.replace("-", "").replace("_", "").isalnum():
             raise ProcfileError(f"{path}:{number}: expected `name: command`")
         try:
-            argv = shlex.split(command)
+            argv = [os.path.expandvars(word) for word in shlex.split(command)]
         except ValueError as exc:
             raise ProcfileError(f"{path}:{number}: {exc}") from None
         if not argv:
