@@ -6,6 +6,9 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from console.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Installed from a wheel, the site-wide templates and static files sit inside the package
@@ -43,6 +46,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /healthz and /readyz, answered before the host check and the HTTPS redirect (console/probes.py).
     "console.probes.ProbeMiddleware",
+    # Every request's id, in its log lines and in the response's X-Request-ID (console/logs.py).
+    "console.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -181,12 +186,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("STALWART_LOG_LEVEL", "INFO")},
-}
+# Text lines by default; `STALWART_LOG_FORMAT=json` writes JSON lines (console/logs.py).
+STALWART_LOG_FORMAT = os.environ.get("STALWART_LOG_FORMAT", "text")
+if STALWART_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured("STALWART_LOG_FORMAT must be `text` or `json`")
+LOGGING = logging_config(STALWART_LOG_FORMAT, os.environ.get("STALWART_LOG_LEVEL", "INFO"))
 
 # How many outbox events a worker matches in one transaction.
 STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))
