@@ -20,6 +20,7 @@ from console import audit
 from console.access import Actor, require
 from console.models import SessionHold, ToolSwitch
 from console.services import audit_record, event_record
+from console.tracing import decision_span
 from firewall import engine
 from firewall.matching import sequence_rules
 from firewall.models import Policy, Rule, RuleMatchCount
@@ -393,6 +394,7 @@ def _approved(
     }
 
 
+@decision_span("firewall")
 @transaction.atomic
 def firewall_evaluate(
     *,

@@ -18,6 +18,7 @@ from django.db import transaction
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
 from console.services import event_record
+from console.tracing import decision_span
 from guard import engine
 from guard.models import GuardSession
 from rulebooks import compiler
@@ -164,6 +165,7 @@ def _secret(check: engine.ToolCheck, call: dict[str, Any]) -> frozenset[str]:
     return known.secret if known is not None else frozenset()
 
 
+@decision_span("toolcheck")
 @transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event."""
