@@ -51,37 +51,36 @@ class ConsoleCollector:
         ):
             alerts.add_metric([slug, row["rule"]], row["n"])
         yield alerts
-        pending = events.filter(match_state=MatchState.PENDING).aggregate(
-            n=Count("id"), oldest=Min("at")
+        yield from _queue(
+            slug,
+            events.filter(match_state=MatchState.PENDING),
+            "at",
+            ("stalwart_outbox_pending", "Events waiting for a worker's sequence matching."),
+            (
+                "stalwart_outbox_oldest_seconds",
+                "How long the oldest event waiting for a worker has waited (0 when none waits).",
+            ),
         )
-        depth = GaugeMetricFamily(
-            "stalwart_outbox_pending",
-            "Events waiting for a worker's sequence matching.",
-            labels=["organisation"],
+        yield from _queue(
+            slug,
+            ApprovalRequest.objects.filter(
+                organisation=org,
+                status=ApprovalRequest.Status.PENDING,
+                expires_at__gt=timezone.now(),
+            ),
+            "created_at",
+            ("stalwart_approvals_waiting", "Confirm prompts waiting for a person."),
+            (
+                "stalwart_approvals_oldest_seconds",
+                "How long the oldest confirm prompt has waited (0 when none waits).",
+            ),
         )
-        depth.add_metric([slug], pending["n"])
-        yield depth
-        age = GaugeMetricFamily(
-            "stalwart_outbox_oldest_seconds",
-            "How long the oldest event waiting for a worker has waited (0 when none waits).",
-            labels=["organisation"],
-        )
-        age.add_metric([slug], _age(pending["oldest"]))
-        yield age
-        waiting = ApprovalRequest.objects.filter(
-            organisation=org, status=ApprovalRequest.Status.PENDING, expires_at__gt=timezone.now()
-        ).aggregate(n=Count("id"), oldest=Min("created_at"))
-        queue = GaugeMetricFamily(
-            "stalwart_approvals_waiting",
-            "Confirm prompts waiting for a person.",
-            labels=["organisation"],
-        )
-        queue.add_metric([slug], waiting["n"])
-        yield queue
-        oldest = GaugeMetricFamily(
-            "stalwart_approvals_oldest_seconds",
-            "How long the oldest confirm prompt has waited (0 when none waits).",
-            labels=["organisation"],
-        )
-        oldest.add_metric([slug], _age(waiting["oldest"]))
-        yield oldest
+
+
+def _queue(slug: str, rows, at: str, depth: tuple[str, str], age: tuple[str, str]):  # noqa: ANN001, ANN202
+    """Two gauges of a queue: how many rows wait, and how long the oldest has waited."""
+    figures = rows.aggregate(n=Count("id"), oldest=Min(at))
+    for (name, help_), value in ((depth, figures["n"]), (age, _age(figures["oldest"]))):
+        family = GaugeMetricFamily(name, help_, labels=["organisation"])
+        family.add_metric([slug], value)
+        yield family

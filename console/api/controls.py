@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -116,33 +116,45 @@ class WritesView(APIView):
         return Response(_write(switch))
 
 
-class HoldReleaseView(APIView):
-    @extend_schema(
+class _ControlAction(APIView):
+    """POST on one hold or switch of the organisation: the service, then the object as it is now."""
+
+    model: type
+    service: staticmethod
+    render: staticmethod
+
+    def post(self, request, pk: int):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        require(actor, "controls.write")
+        obj = get_object_for_actor(self.model, actor, pk=pk)
+        self.service(actor, obj)
+        obj.refresh_from_db()
+        return Response(self.render(obj))
+
+
+@extend_schema_view(
+    post=extend_schema(
         operation_id="controls_hold_release",
         parameters=[ORG_PARAM],
         request=None,
         responses=OpenApiTypes.OBJECT,
     )
-    def post(self, request, hold_id: int):  # noqa: ANN001, ANN201
-        actor = actor_for_request(request)
-        require(actor, "controls.write")
-        hold = get_object_for_actor(SessionHold, actor, pk=hold_id)
-        services.hold_release(actor=actor, hold=hold)
-        hold.refresh_from_db()
-        return Response(_hold(hold))
+)
+class HoldReleaseView(_ControlAction):
+    model = SessionHold
+    service = staticmethod(lambda actor, hold: services.hold_release(actor=actor, hold=hold))
+    render = staticmethod(_hold)
 
 
-class ToolEnableView(APIView):
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         operation_id="controls_tool_enable",
         parameters=[ORG_PARAM],
         request=None,
         responses=OpenApiTypes.OBJECT,
     )
-    def post(self, request, switch_id: int):  # noqa: ANN001, ANN201
-        actor = actor_for_request(request)
-        require(actor, "controls.write")
-        switch = get_object_for_actor(ToolSwitch, actor, pk=switch_id)
-        services.tool_enable(actor=actor, switch=switch)
-        switch.refresh_from_db()
-        return Response(_switch(switch))
+)
+class ToolEnableView(_ControlAction):
+    model = ToolSwitch
+    service = staticmethod(lambda actor, switch: services.tool_enable(actor=actor, switch=switch))
+    render = staticmethod(_switch)

@@ -15,12 +15,12 @@ urlpatterns = [
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
     path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
     path(
-        "controls/holds/<int:hold_id>/release",
+        "controls/holds/<int:pk>/release",
         controls.HoldReleaseView.as_view(),
         name="api-hold-release",
     ),
     path(
-        "controls/switches/<int:switch_id>/enable",
+        "controls/switches/<int:pk>/enable",
         controls.ToolEnableView.as_view(),
         name="api-tool-enable",
     ),
