@@ -35,3 +35,11 @@ errorlog = "-"
 loglevel = (os.environ.get("STALWART_LOG_LEVEL") or "info").lower()
 # The request id (X-Request-ID) beside each access line, so a line can be matched to its logs.
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms id=%({x-request-id}o)s'
+
+
+def child_exit(server, worker) -> None:  # noqa: ANN001
+    """A process that exits leaves its live gauges behind in multiprocess mode: mark it dead."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

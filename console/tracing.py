@@ -1,5 +1,7 @@
 """Traces of decisions: with the `otel` extra and `OTEL_EXPORTER_OTLP_ENDPOINT` set, one span per decision.
 
+The same wrapper times every decision for `/metrics` (`stalwart_decision_seconds`, console/metrics.py).
+
 `decision_span(source)` wraps a service that decides a call (the tool check's `session_check`, the
 firewall's `firewall_evaluate`) in a span named `stalwart.<source>`, and sets the answer on it:
 `stalwart.decision`, `stalwart.verdict`, `stalwart.rule`, `stalwart.reasons`, with the
@@ -13,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,16 +89,26 @@ def decision_span(source: str) -> Callable:
     def wrap(service: Callable) -> Callable:
         @functools.wraps(service)
         def traced(*args: Any, **kwargs: Any) -> Any:
+            from console.metrics import observe_decision
+
+            started = time.perf_counter()
+            organisation = getattr(getattr(kwargs.get("actor"), "organisation", None), "slug", "")
             current = tracer()
-            if current is None:
-                return service(*args, **kwargs)
-            with current.start_as_current_span(f"stalwart.{source}") as span:
-                result = service(*args, **kwargs)
-                call = kwargs.get("call", kwargs.get("data"))
-                span.set_attributes(
-                    {"stalwart.source": source, **_attributes(kwargs.get("actor"), call, result)}
-                )
-                return result
+            try:
+                if current is None:
+                    return service(*args, **kwargs)
+                with current.start_as_current_span(f"stalwart.{source}") as span:
+                    result = service(*args, **kwargs)
+                    call = kwargs.get("call", kwargs.get("data"))
+                    span.set_attributes(
+                        {
+                            "stalwart.source": source,
+                            **_attributes(kwargs.get("actor"), call, result),
+                        }
+                    )
+                    return result
+            finally:
+                observe_decision(organisation, source, started)
 
         return traced
 

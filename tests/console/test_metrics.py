@@ -69,3 +69,43 @@ def test_the_outbox_depth_and_age_and_the_alerts(scrape, organisation):
     assert 89 <= float(age.rsplit(" ", 1)[1]) < 200
     assert 'stalwart_alerts_total{organisation="acme",rule="exfil chain"} 1.0' in text
     assert 'stalwart_approvals_waiting{organisation="acme"} 0.0' in text
+
+
+@pytest.mark.django_db
+def test_how_long_deciding_takes_is_a_histogram_per_source(scrape, editor, client_for):
+    answer = client_for(editor).post(
+        "/v1/firewall/evaluate", {"tool": "shell.exec"}, content_type="application/json"
+    )
+    assert answer.status_code == 200
+    text = scrape()
+    count = next(
+        line
+        for line in text.splitlines()
+        if line.startswith('stalwart_decision_seconds_count{organisation="acme",source="firewall"}')
+    )
+    assert float(count.rsplit(" ", 1)[1]) >= 1
+    assert "stalwart_decision_seconds_bucket{" in text and "globex" not in text
+
+
+def test_with_a_multiprocess_folder_a_scrape_reads_what_another_process_measured(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "console.settings.test",
+    }
+    setup = "import django; django.setup(); "
+    observe = setup + "from console.metrics import observe_decision as o; o('acme', 'toolcheck', 0)"
+    subprocess.run([sys.executable, "-c", observe], cwd=root, env=env, check=True)
+    read = setup + (
+        "from console.metrics import _latency; "
+        "print(sum(s.value for f in _latency('acme') for s in f.samples if s.name.endswith('_count')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", read], cwd=root, env=env, check=True, capture_output=True, text=True
+    )
+    assert float(out.stdout) == 1.0
