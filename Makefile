@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
-.PHONY: screenshots run test install nemo-env lint check-deploy test-sqlite test-postgres bench mutation fuzz clean
+.PHONY: screenshots run test install nemo-env lint check-deploy test-package test-sqlite test-postgres
+.PHONY: soak-broker bench mutation fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,13 +42,23 @@ check-deploy: install
 	DJANGO_SETTINGS_MODULE=console.settings.production \
 	$(PY) manage.py check --deploy --fail-level WARNING
 
+# The built wheel and sdist in fresh virtual environments, outside the checkout: what README.md's
+# Deployment section says a new user runs (scripts/package_check.sh).
+test-package: install
+	PY=$(PY) PYTHON=$(PYTHON) BASE_PYTHON=$(PYTHON) bash scripts/package_check.sh
+
 test-sqlite: install
 	env -u DATABASE_URL $(PY) -m pytest $(PYTEST_ARGS)
 
 test-postgres: install
 	DATABASE_URL=$${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/stalwart} $(PY) -m pytest $(PYTEST_ARGS)
 
-test: nemo-env lint check-deploy test-sqlite test-postgres
+test: nemo-env lint check-deploy test-package test-sqlite test-postgres
+
+# The embedded broker under concurrent writers and remote control, outside `make test`:
+# SOAK_ARGS="--writers 8 --duration 120" narrows it; `--transport filesystem` shows the old crash.
+soak-broker: install
+	$(PY) scripts/soak_broker.py $(SOAK_ARGS)
 
 bench: install
 	$(PY) -m benchmarks.firewall

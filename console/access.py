@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
+from console.logs import bind_organisation
 from console.models import ApiKey, Membership, Organisation, Role
 
 ORG_SESSION_KEY = "stalwart_organisation_id"
@@ -85,6 +86,7 @@ def actor_for_request(request: HttpRequest) -> Actor:
     """
     key = getattr(request, "auth", None)
     if isinstance(key, ApiKey):
+        bind_organisation(key.organisation.slug)
         return Actor(
             organisation=key.organisation,
             role=key.role,
@@ -107,6 +109,7 @@ def actor_for_request(request: HttpRequest) -> Actor:
         if not match:
             raise Http404("no such organisation")
         chosen = match[0]
+    bind_organisation(chosen.organisation.slug)
     return Actor(
         organisation=chosen.organisation,
         role=chosen.role,

@@ -6,7 +6,8 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.dev")
+# The production settings by default, as for WSGI; `make run` and the tests name their own.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.production")
 
 app = Celery("stalwart")
 app.config_from_object("django.conf:settings", namespace="CELERY")

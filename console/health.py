@@ -29,7 +29,7 @@ def check_database() -> Probe:
 
 def _broker_name() -> str:
     url = settings.CELERY_BROKER_URL
-    return "embedded broker (filesystem)" if url.startswith("filesystem") else "redis"
+    return "embedded broker (SQLite)" if url.startswith("sqlite") else "redis"
 
 
 def check_broker() -> Probe:
@@ -72,3 +72,59 @@ def health_report() -> dict:
         worker = Probe("worker", False, "not asked: the broker does not answer")
     probes = [database, broker, worker]
     return {"ok": all(p.ok for p in probes), "checks": [asdict(p) for p in probes]}
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """What the dashboard says of the workers: when one last took the beat's heartbeat, and the outbox."""
+
+    alive: bool
+    hostname: str
+    seconds_since: float | None  # since a worker last took a heartbeat; None: never
+    pending: int  # the organisation's events waiting for a worker
+    oldest_pending_seconds: float | None
+
+    @property
+    def summary(self) -> str:
+        if self.seconds_since is None:
+            heard = "no worker has taken a task yet"
+        else:
+            heard = f"a worker last took a task {_ago(self.seconds_since)} ago"
+        if not self.pending:
+            return f"{heard}; nothing waits in the outbox"
+        return (
+            f"{heard}; {self.pending} event{'s' if self.pending != 1 else ''} wait in the outbox, "
+            f"the oldest for {_ago(self.oldest_pending_seconds or 0)}"
+        )
+
+
+def _ago(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
+
+
+def worker_status(*, organisation=None) -> WorkerStatus:  # noqa: ANN001
+    """Whether a worker took the beat's heartbeat within `STALWART_WORKER_STALE_SECONDS`."""
+    from django.utils import timezone
+
+    from console.models import Event, MatchState, WorkerPing
+    from console.tasks import HEARTBEAT_PREFIX
+
+    now = timezone.now()
+    beat = WorkerPing.objects.filter(nonce__startswith=HEARTBEAT_PREFIX).order_by("-at").first()
+    since = (now - beat.at).total_seconds() if beat is not None else None
+    pending = Event.objects.filter(match_state=MatchState.PENDING)
+    if organisation is not None:
+        pending = pending.filter(organisation=organisation)
+    oldest = pending.order_by("at").values_list("at", flat=True).first()
+    return WorkerStatus(
+        alive=since is not None and since <= settings.STALWART_WORKER_STALE_SECONDS,
+        hostname=beat.hostname if beat is not None else "",
+        seconds_since=since,
+        pending=pending.count(),
+        oldest_pending_seconds=(now - oldest).total_seconds() if oldest is not None else None,
+    )

@@ -47,6 +47,8 @@ SETTINGS_FIELDS = (
 ADMIN_FIELDS = frozenset({"licence_valid_until", "licence_on_lapse", "notify_url"})
 API_KEY_PREFIX = "stw_"
 log = logging.getLogger(__name__)
+# One line per recorded decision, with its rule and reasons (JSON with STALWART_LOG_FORMAT=json).
+decisions_log = logging.getLogger("stalwart.decisions")
 
 
 def audit_record(
@@ -523,6 +525,21 @@ def event_record(
         shard=shard,
     )
     transaction.on_commit(lambda: kick_matcher(shard))
+    decisions_log.info(
+        "decision",
+        extra={
+            "organisation": organisation.slug,
+            "source": source,
+            "decision": decision,
+            "verdict": verdict,
+            "rule": event.rule,
+            "reasons": event.reasons,
+            "agent": agent,
+            "tool": event.tool,
+            "stage": event.stage,
+            "event": event.pk,
+        },
+    )
     return event
 
 

@@ -1,4 +1,5 @@
-"""Celery tasks of the console's own app: the health ping, and signed alert webhooks."""
+"""Celery tasks of the console's own app: the health ping, the worker heartbeat, the embedded
+broker's pruning, and signed alert webhooks."""
 
 from __future__ import annotations
 
@@ -22,7 +23,36 @@ def health_ping(nonce: str) -> None:
     from console.models import WorkerPing
 
     WorkerPing.objects.get_or_create(nonce=nonce, defaults={"hostname": socket.gethostname()})
-    WorkerPing.objects.filter(at__lt=timezone.now() - dt.timedelta(hours=1)).delete()
+    WorkerPing.objects.filter(at__lt=timezone.now() - dt.timedelta(hours=1)).exclude(
+        nonce__startswith=HEARTBEAT_PREFIX
+    ).delete()
+
+
+HEARTBEAT_PREFIX = "heartbeat:"
+
+
+@shared_task(name="console.worker_heartbeat", ignore_result=True)
+def worker_heartbeat() -> None:
+    """Sent by the beat every few seconds: the worker that takes it says when it last did."""
+    from console.models import WorkerPing
+
+    hostname = socket.gethostname()
+    WorkerPing.objects.update_or_create(
+        nonce=f"{HEARTBEAT_PREFIX}{hostname}"[:64],
+        defaults={"hostname": hostname, "at": timezone.now()},
+    )
+
+
+@shared_task(name="console.broker_prune", ignore_result=True)
+def broker_prune() -> int:
+    """Remove the embedded broker's delivered messages older than an hour."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from console.broker import broker_file, prune_delivered
+
+    return prune_delivered(broker_file(Path(settings.VAR_DIR)))
 
 
 def notification_body(notification) -> bytes:  # noqa: ANN001

@@ -27,7 +27,7 @@ from console.access import (
 )
 from console.charts import stacked_bars
 from console.forms import ApiKeyForm, InviteForm, RoleForm, SettingsForm
-from console.health import health_report
+from console.health import health_report, worker_status
 from console.models import (
     ApiKey,
     Decision,
@@ -80,6 +80,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "panels": selectors.dashboard_panels(actor=actor),
             "holds": holds.order_by("-created_at")[:50],
             "switches": switches.order_by("-created_at")[:50],
+            "workers": worker_status(organisation=actor.organisation),
         },
     )
 
@@ -586,5 +587,9 @@ def health_page(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         report = health_report()
         # htmx swaps only 2xx answers; the fragment itself says what does not answer.
-        return render(request, "console/health.html#health-report", {"report": report})
+        return render(
+            request,
+            "console/health.html#health-report",
+            {"report": report, "workers": worker_status(organisation=actor.organisation)},
+        )
     return render(request, "console/health.html", {})

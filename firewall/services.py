@@ -24,6 +24,7 @@ from console import audit
 from console.access import Actor, require
 from console.models import SessionHold, ToolSwitch
 from console.services import audit_record, event_record
+from console.tracing import decision_span
 from firewall import engine
 from firewall.engine.names import name_key
 from firewall.matching import sequence_rules
@@ -485,6 +486,7 @@ def _approved(
     }
 
 
+@decision_span("firewall")
 @transaction.atomic
 def firewall_evaluate(
     *,

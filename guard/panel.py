@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from console.access import actor_for_request, require
 from console.api.views import ORG_PARAM
+from console.metrics import ConsoleCollector
 from console.models import Organisation
 from guard.counters import counters
 from guard.engine.execution import COUNTERS
@@ -171,6 +172,7 @@ class MetricsView(APIView):
         require(actor, "tools.read")
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(actor.organisation))
+        registry.register(ConsoleCollector(actor.organisation))
         return Response(
             generate_latest(registry), content_type="text/plain; version=0.0.4; charset=utf-8"
         )

@@ -18,6 +18,7 @@ from django.db import transaction
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
 from console.services import event_record
+from console.tracing import decision_span
 from firewall.engine.names import name_key
 from guard import engine
 from guard.models import GuardSession
@@ -189,6 +190,7 @@ def _checks(checks: Any) -> list[str] | None:
     return checks
 
 
+@decision_span("toolcheck")
 @transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event."""

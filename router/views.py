@@ -58,7 +58,7 @@ class PlanView(APIView):
 def _shop_catalogue() -> str:
     from stalwart_agents import Agent
 
-    desk = Agent.from_file(Path(settings.BASE_DIR) / "examples" / "shop" / "agent.yaml")
+    desk = Agent.from_file(Path(settings.SITE_DIR) / "examples" / "shop" / "agent.yaml")
     return json.dumps(desk.catalogue(), indent=1)
 
 

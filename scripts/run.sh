@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Serve the console at 127.0.0.1:8000 with one Celery worker (and its beat, the outbox sweeper);
-# Ctrl-C stops both.
+# Serve the console at 127.0.0.1:$PORT (8000) with a Celery worker and its beat (the outbox sweeper),
+# each supervised: one that dies is logged and started again (console/supervise.py). Ctrl-C stops all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-"$VENV/bin/celery" -A console worker --loglevel=INFO --concurrency=1 \
-  --without-mingle --without-gossip --beat --hostname "stalwart-run@%h" &
-worker=$!
-trap 'kill "$worker" 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT INT TERM
-echo "Console: http://127.0.0.1:8000/  (worker pid $worker)"
-"$VENV/bin/python" manage.py runserver 127.0.0.1:8000
+export PATH="$PWD/$VENV/bin:$PATH"
+export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-console.settings.dev}
+export PORT=${PORT:-8000}
+echo "Console: http://127.0.0.1:$PORT/  (web, worker and beat: scripts/Procfile.dev)"
+exec python -m console.supervise scripts/Procfile.dev

@@ -36,6 +36,43 @@ class UsageError(Exception):
     """Arguments argparse accepts but that cannot be used together; exits 2 with its message."""
 
 
+#: Modules that come with one of the package's extras, by top-level name.
+EXTRA_OF_MODULE = {
+    "django": "console",
+    "rest_framework": "console",
+    "drf_spectacular": "console",
+    "celery": "console",
+    "kombu": "console",
+    "redis": "console",
+    "psycopg": "console",
+    "gunicorn": "console",
+    "opentelemetry": "otel",
+}
+
+
+class MissingExtra(UsageError):
+    """A command needs an extra that is not installed; exits 2 naming what to install."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"this command needs the `{extra}` extra (`{module}` is not installed): "
+            f"pip install 'stalwart[{extra}]'"
+        )
+
+
+def missing_module_error(exc: ModuleNotFoundError) -> UsageError:
+    """The one-line error for a module that is not installed: which extra, or a broken install."""
+    module = (exc.name or "").partition(".")[0]
+    extra = EXTRA_OF_MODULE.get(module)
+    if extra is not None:
+        return MissingExtra(extra, module)
+    return UsageError(
+        f"`{module or exc}` is not installed, though stalwart needs it: reinstall stalwart "
+        f"(pip install --force-reinstall stalwart)"
+    )
+
+
 @dataclass(frozen=True)
 class CommandGroup:
     """A group of subcommands (`stalwart <name> ...`)."""
@@ -174,6 +211,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_check",
     "stalwart_agents.cli_plan",
     "stalwart_agents.cli_verify",
+    "stalwart_agents.cli_console",
 )
 
 
@@ -201,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `stalwart` with `argv` (default: the process arguments); return the exit code."""
     try:
+        from stalwart_agents import cli_console
+
+        passed = cli_console.passthrough(list(sys.argv[1:] if argv is None else argv))
+        if passed is not None:
+            return passed
         parser = build_parser()
         try:
             args = parser.parse_args(argv)
@@ -212,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FINDINGS
     except UsageError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:
+        sys.stderr.write(f"{PROG}: error: {missing_module_error(exc)}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.api import views
+from console.api import controls, views
 
 urlpatterns = [
     path("settings", views.SettingsView.as_view(), name="api-settings"),
@@ -12,4 +12,16 @@ urlpatterns = [
     path("events/<int:event_id>", views.EventDetailView.as_view(), name="api-event"),
     path("audit", views.AuditListView.as_view(), name="api-audit"),
     path("health", views.HealthView.as_view(), name="api-health"),
+    path("controls", controls.ControlsView.as_view(), name="api-controls"),
+    path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
+    path(
+        "controls/holds/<int:pk>/release",
+        controls.HoldReleaseView.as_view(),
+        name="api-hold-release",
+    ),
+    path(
+        "controls/switches/<int:pk>/enable",
+        controls.ToolEnableView.as_view(),
+        name="api-tool-enable",
+    ),
 ]

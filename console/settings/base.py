@@ -7,9 +7,18 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from console.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(os.environ.get("STALWART_VAR_DIR", BASE_DIR / "var"))
+# Installed from a wheel, the site-wide templates and static files sit inside the package
+# (`console/site/`, copied there by setup.py); in a checkout they are the top-level folders.
+_PACKAGED_SITE = Path(__file__).resolve().parent.parent / "site"
+SITE_DIR = _PACKAGED_SITE if _PACKAGED_SITE.is_dir() else BASE_DIR
+# A checkout keeps its state in its own var/; an installed console in ./var of where it runs.
+_DEFAULT_VAR = BASE_DIR / "var" if (BASE_DIR / "manage.py").is_file() else Path.cwd() / "var"
+VAR_DIR = Path(os.environ.get("STALWART_VAR_DIR") or _DEFAULT_VAR)
 
 SECRET_KEY = os.environ.get("STALWART_SECRET_KEY", "")
 DEBUG = False
@@ -37,6 +46,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before the host check and the HTTPS redirect (console/probes.py).
+    "console.probes.ProbeMiddleware",
+    # Every request's id, in its log lines and in the response's X-Request-ID (console/logs.py).
+    "console.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -66,7 +79,7 @@ WSGI_APPLICATION = "console.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -118,7 +131,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -130,19 +143,15 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
-    # The embedded broker: kombu's filesystem transport, so `make run` needs no Redis.
-    _broker = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker / _sub).mkdir(parents=True, exist_ok=True)
+    # The embedded broker: kombu's SQLAlchemy transport over var/broker.sqlite3 (console/broker.py),
+    # so `make run` needs no Redis.
+    from console.broker import TRANSPORT, broker_url
+
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CELERY_BROKER_URL = "filesystem://localhost/"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker / "queue"),
-        "data_folder_out": str(_broker / "queue"),
-        "processed_folder": str(_broker / "processed"),
-        "control_folder": str(_broker / "control"),
-        "store_processed": False,
-    }
+    CELERY_BROKER_URL = broker_url(VAR_DIR)
+    CELERY_BROKER_TRANSPORT = TRANSPORT
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -157,7 +166,19 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-partial": {"task": "guard.reconcile", "schedule": 5.0},
     # Re-sends queued graph proofs and retries those whose worker was lost (their lease lapsed).
     "sweep-proofs": {"task": "proof.sweep", "schedule": 5.0},
+    # A worker that takes it writes when it last did: the dashboard and Health page read it.
+    "worker-heartbeat": {
+        "task": "console.worker_heartbeat",
+        "schedule": 5.0,
+        "options": {"expires": 10.0},
+    },
 }
+if not REDIS_URL:
+    # The embedded broker keeps delivered messages' rows: the beat removes the old ones.
+    CELERY_BEAT_SCHEDULE["prune-embedded-broker"] = {
+        "task": "console.broker_prune",
+        "schedule": 600.0,
+    }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 REST_FRAMEWORK = {
@@ -191,20 +212,11 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # Every record passes through the credential table before it is written (web and workers).
-    "filters": {"redact_secrets": {"()": "console.logfilters.RedactSecrets"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("STALWART_LOG_LEVEL", "INFO")},
-    # Django's own handlers (its debug console, runserver's request lines) write without the
-    # filter: its loggers write through the one above instead.
-    "loggers": {
-        "django": {"handlers": [], "level": "INFO", "propagate": True},
-        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
-    },
-}
+# Text lines by default; `STALWART_LOG_FORMAT=json` writes JSON lines (console/logs.py).
+STALWART_LOG_FORMAT = os.environ.get("STALWART_LOG_FORMAT", "text")
+if STALWART_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured("STALWART_LOG_FORMAT must be `text` or `json`")
+LOGGING = logging_config(STALWART_LOG_FORMAT, os.environ.get("STALWART_LOG_LEVEL", "INFO"))
 
 # The key of the audit chain's HMAC and of its signed checkpoints; never stored in the database.
 # Unset, it is derived from SECRET_KEY (console/audit.py).
@@ -216,6 +228,9 @@ STALWART_AUDIT_ANCHOR_FILE = os.environ.get(
 
 # How many outbox events a worker matches in one transaction.
 STALWART_MATCH_BATCH = int(os.environ.get("STALWART_MATCH_BATCH", "500"))
+
+# A worker not heard from for this long is shown as missing on the dashboard and the Health page.
+STALWART_WORKER_STALE_SECONDS = float(os.environ.get("STALWART_WORKER_STALE_SECONDS", "30"))
 
 # How long the health check waits for a worker to answer its ping task.
 STALWART_HEALTH_WORKER_TIMEOUT = float(os.environ.get("STALWART_HEALTH_WORKER_TIMEOUT", "3"))

@@ -99,7 +99,7 @@ class Command(BaseCommand):
             policy = Policy.objects.get(organisation=organisation, name=DEMO_POLICY["name"])
             firewall_services.preset_apply(actor=actor, policy=policy, preset="tight")
         if not Rulebook.objects.filter(organisation=organisation).exists():
-            source = Path(settings.BASE_DIR) / "examples" / "shop" / "policy.co"
+            source = Path(settings.SITE_DIR) / "examples" / "shop" / "policy.co"
             rulebook_services.rulebook_upload(
                 actor=actor, name="shop", data=source.read_bytes(), filename="policy.co"
             )
@@ -122,7 +122,7 @@ class Command(BaseCommand):
         if GuardSession.objects.filter(organisation=organisation).exists():
             return
         shop = Agent.from_file(
-            Path(settings.BASE_DIR) / "examples" / "shop" / "agent.yaml", verify=False
+            Path(settings.SITE_DIR) / "examples" / "shop" / "agent.yaml", verify=False
         )
         editor = get_user_model().objects.get(username="demo-editor")
         actor = Actor(
