@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -97,7 +98,10 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_nothing(actor):
 
 
 def test_the_broker_stopped_and_restarted_loses_nothing(actor, settings, tmp_path):
-    port = 6391
+    # A port the OS hands out, never a fixed one: other suites share this machine.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     server = [
         "redis-server",
         "--port",
