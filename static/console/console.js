@@ -4,7 +4,7 @@
   function focusFirstError(root) {
     var invalid = root.querySelector('[aria-invalid="true"]');
     if (invalid) { invalid.focus(); return; }
-    var alert = root.querySelector('.error[role="alert"]');
+    var alert = root.querySelector('form .error[role="alert"], #rule-errors, #import-errors');
     if (alert) { alert.setAttribute("tabindex", "-1"); alert.focus(); }
   }
   document.addEventListener("DOMContentLoaded", function () {
