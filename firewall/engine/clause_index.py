@@ -308,7 +308,7 @@ class ClauseIndex:
         if by_key:
             if len(arguments) <= len(by_key):
                 for name, actual in arguments.items():
-                    index = by_key.get(name) if name.__class__ is str else None
+                    index = by_key.get(name)
                     if index is not None:
                         index.collect(actual, found)
             else:
