@@ -219,10 +219,9 @@ class _PathIndex:
 
     def collect(self, actual: Any, found: list[Any]) -> None:
         """Add the rules whose key clause may hold for `actual` (the path's value) to `found`."""
-        cls = actual.__class__
-        if cls is str or isinstance(actual, str):
+        if isinstance(actual, str):
             if self.equal:
-                rules = self.equal.get(actual if cls is str else str(actual))
+                rules = self.equal.get(actual)
                 if rules is not None:
                     found.extend(rules)
             if self.text_rules:
@@ -256,7 +255,7 @@ class _PathIndex:
         # afterwards with `in` hold no surrogate (or they would not be in the set), so the
         # scan can add a candidate that does not hold, never miss one that does
         match = self.text_match
-        matches = match(text.encode("utf-8", "replace")) if match is not None else None
+        matches = match(text.encode(errors="replace")) if match is not None else None
         if not matches or 0 not in matches:
             found.extend(self.text_rules)
             return

@@ -145,6 +145,9 @@ def test_the_index_files_each_operator_under_its_path() -> None:
     assert found_names(compiled, {"n": True, "env": ["prod"], "target": "db.internal"}) == []
     assert found_names(compiled, {"tags": ["a", {"b": True}]}) == ["eq list"]
     assert found_names(compiled, {"tags": ["a", 7.0, 7]}) == ["contains number"]
+    assert (
+        found_names(compiled, {"tags": 7}) == [] and found_names(compiled, {"tags": {"a": 7}}) == []
+    )
     assert found_names(compiled, {"tags": ["/admin/"], "user": "root"}) == ["in"]
     assert found_names(compiled, {"url": "HTTP://10.1.1.1/admin/x.exe"}) == [
         "regex",
@@ -425,3 +428,18 @@ def test_sanitize_and_egress_rules_found_by_the_index_decide_as_the_reference() 
     assert decision.verdict == "sanitize" and "a@b.example" not in str(decision.arguments)
     assert compiled.evaluate(calls[1]).rule == "env 3"
     assert compiled.evaluate(calls[2]).rule is None
+
+
+def test_an_address_of_a_version_no_rule_names_finds_nothing() -> None:
+    rules = [
+        {
+            "name": f"net {n}",
+            "tool_name_glob": "*",
+            "args_match": [{"path": "$.ip", "op": "cidr", "value": f"10.{n}.0.0/16"}],
+            "verdict": "deny",
+        }
+        for n in range(20)
+    ]
+    compiled = compile_policy(policy(*rules))
+    assert found_names(compiled, {"ip": "2001:db8::1"}) == []
+    assert found_names(compiled, {"ip": "::ffff:10.3.0.1"}) == ["net 3"]
