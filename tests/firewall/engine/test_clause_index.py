@@ -20,18 +20,26 @@ from .conftest import policy
 QUIET = {"url": "https://example.com/", "env": "staging", "ip": "192.0.2.1", "user": "alice"}
 
 
-def broad(count: int, **extra: Any) -> list[dict[str, Any]]:
-    """`count` rules with glob `*`, each an `eq` on `$.env` with its own value."""
+def broad_rules(
+    name: str, path: str, op: str, value: str, count: int = 20, **extra: Any
+) -> list[dict[str, Any]]:
+    """`count` rules with glob `*`, rule n named `name.format(n)` with one clause, value
+    `value.format(n)`."""
     return [
         {
-            "name": f"env {n}",
+            "name": name.format(n),
             "tool_name_glob": "*",
-            "args_match": [{"path": "$.env", "op": "eq", "value": f"env-{n}"}],
+            "args_match": [{"path": path, "op": op, "value": value.format(n)}],
             "verdict": "deny",
             **extra,
         }
         for n in range(count)
     ]
+
+
+def broad(count: int, **extra: Any) -> list[dict[str, Any]]:
+    """`count` rules with glob `*`, each an `eq` on `$.env` with its own value."""
+    return broad_rules("env {}", "$.env", "eq", "env-{}", count, **extra)
 
 
 def the_index(compiled: CompiledPolicy, stage: str = "tool_call") -> ClauseIndex:
@@ -180,15 +188,7 @@ def test_arguments_with_more_keys_than_the_index_has_paths_are_looked_up_by_path
 
 
 def test_a_rule_found_twice_in_one_array_is_a_candidate_once() -> None:
-    rules = [
-        {
-            "name": f"tag {n}",
-            "tool_name_glob": "*",
-            "args_match": [{"path": "$.tags", "op": "contains", "value": f"t{n}"}],
-            "verdict": "deny",
-        }
-        for n in range(20)
-    ]
+    rules = broad_rules("tag {}", "$.tags", "contains", "t{}")
     compiled = compile_policy(policy(*rules))
     assert found_names(compiled, {"tags": ["t2", "t1", "t2"]}) == ["tag 1", "tag 2"]
 
@@ -343,15 +343,7 @@ def test_a_broken_clause_among_broad_rules_makes_only_its_own_rule_not_fire() ->
 
 
 def test_a_failed_set_scan_makes_every_text_rule_a_candidate() -> None:
-    rules = [
-        {
-            "name": f"url {n}",
-            "tool_name_glob": "*",
-            "args_match": [{"path": "$.url", "op": "regex", "value": f"h{n}\\.example"}],
-            "verdict": "deny",
-        }
-        for n in range(20)
-    ]
+    rules = broad_rules("url {}", "$.url", "regex", "h{}\\.example")
     compiled = compile_policy(policy(*rules))
     url = the_index(compiled).by_key["url"]
     assert found_names(compiled, {"url": "https://h3.example/"}) == ["url 3"]
@@ -374,15 +366,7 @@ def test_a_set_that_does_not_compile_leaves_its_rules_to_their_own_tests(
             raise re2.error("failed to compile Set")
 
     monkeypatch.setattr(clause_index_module.re2.Set, "SearchSet", lambda options: Refusing())
-    rules = [
-        {
-            "name": f"path {n}",
-            "tool_name_glob": "*",
-            "args_match": [{"path": "$.path", "op": "ends_with", "value": f"/{n}.key"}],
-            "verdict": "deny",
-        }
-        for n in range(20)
-    ]
+    rules = broad_rules("path {}", "$.path", "ends_with", "/{}.key")
     compiled = compile_policy(policy(*rules))
     assert the_index(compiled).by_key["path"].text_set is None
     assert compiled.evaluate({"tool": "t", "arguments": {"path": "/etc/4.key"}}).rule == "path 4"
@@ -431,15 +415,7 @@ def test_sanitize_and_egress_rules_found_by_the_index_decide_as_the_reference() 
 
 
 def test_an_address_of_a_version_no_rule_names_finds_nothing() -> None:
-    rules = [
-        {
-            "name": f"net {n}",
-            "tool_name_glob": "*",
-            "args_match": [{"path": "$.ip", "op": "cidr", "value": f"10.{n}.0.0/16"}],
-            "verdict": "deny",
-        }
-        for n in range(20)
-    ]
+    rules = broad_rules("net {}", "$.ip", "cidr", "10.{}.0.0/16")
     compiled = compile_policy(policy(*rules))
     assert found_names(compiled, {"ip": "2001:db8::1"}) == []
     assert found_names(compiled, {"ip": "::ffff:10.3.0.1"}) == ["net 3"]
