@@ -182,15 +182,28 @@ def test_a_string_subclass_is_looked_up_as_its_text() -> None:
 
 
 def test_arguments_with_more_keys_than_the_index_has_paths_are_looked_up_by_path() -> None:
-    compiled = compile_policy(policy(*broad(20)))
+    rules = broad(20)
+    rules[0]["args_match"] = [{"path": "$.gone", "op": "eq", "value": None}]
+    compiled = compile_policy(policy(*rules))
     many = {f"k{n}": n for n in range(10)}
     assert found_names(compiled, {**many, "env": "env-4"}) == ["env 4"]
+    assert found_names(compiled, {**many, "gone": None}) == ["env 0"]
+    assert found_names(compiled, many) == []  # a missing key is not null
 
 
 def test_a_rule_found_twice_in_one_array_is_a_candidate_once() -> None:
     rules = broad_rules("tag {}", "$.tags", "contains", "t{}")
     compiled = compile_policy(policy(*rules))
     assert found_names(compiled, {"tags": ["t2", "t1", "t2"]}) == ["tag 1", "tag 2"]
+    assert found_names(compiled, {"tags": ["t2", {"a": 1}, ["t3"], "t1"]}) == ["tag 1", "tag 2"]
+
+
+def test_an_array_or_object_inside_an_array_is_found_by_contains() -> None:
+    rules = broad(20)
+    rules[0]["args_match"] = [{"path": "$.tags", "op": "contains", "value": {"k": [1]}}]
+    compiled = compile_policy(policy(*rules))
+    assert found_names(compiled, {"tags": ["x", {"k": [1.0]}]}) == ["env 0"]
+    assert found_names(compiled, {"tags": [{"k": [True]}]}) == []
 
 
 def test_candidates_come_in_first_match_order() -> None:
