@@ -143,7 +143,6 @@ class _PathIndex:
         "element_composite",
         "text_rules",
         "text_always",
-        "text_set",
         "text_match",
         "networks",
     )
@@ -157,7 +156,7 @@ class _PathIndex:
         self.text_rules: list[Any] = []
         #: Literals RE2 cannot read (a lone surrogate): candidates of every string.
         self.text_always: list[Any] = []
-        self.text_set: Any = None
+        #: The compiled set's matcher, or None when it could not be built.
         self.text_match: Callable[[bytes], Any] | None = None
         self.networks: dict[int, list[tuple[int, dict[int, list[Any]]]]] = {}
 
@@ -212,7 +211,6 @@ class _PathIndex:
             text_set.Compile()
         except (re2.error, UnicodeError):
             return  # no set: every text rule is a candidate of every string (slower, not wrong)
-        self.text_set = text_set
         # the binding's own matcher, without the wrapper's conversions; an empty answer from
         # it or from the wrapper (None) both read as a failed scan below
         self.text_match = getattr(text_set, "_set", text_set).Match

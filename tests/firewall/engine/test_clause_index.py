@@ -163,6 +163,7 @@ def test_the_index_files_each_operator_under_its_path() -> None:
         "ends_with",
     ]
     assert found_names(compiled, {"url": "ftp://h/admin"}) == ["starts_with"]
+    assert found_names(compiled, {"url": "sftp://h/a.exe?x"}) == []
     assert found_names(compiled, {"ip": "0x0A010203"}) == ["cidr"]
     assert found_names(compiled, {"ip": "::ffff:169.254.169.254"}) == ["cidr host"]
     assert found_names(compiled, {"ip": "fe80::1%eth0"}) == ["cidr v6"]
@@ -236,6 +237,9 @@ def test_the_key_clause_is_the_most_selective_one() -> None:
 def test_a_bucket_is_split_only_from_the_minimum_number_of_fileable_rules() -> None:
     below = compile_policy(policy(*broad(MIN_INDEXED_RULES - 1)))
     assert below._by_stage["tool_call"].split == {}
+    few = broad(MIN_INDEXED_RULES - 1)
+    few += [{"tool_name_glob": "*", "verdict": "deny", "name": f"u{n}"} for n in range(5)]
+    assert compile_policy(policy(*few))._by_stage["tool_call"].split == {}
     at = compile_policy(policy(*broad(MIN_INDEXED_RULES)))
     assert the_index(at).size == MIN_INDEXED_RULES
     unfileable = [{"tool_name_glob": "*", "verdict": "deny", "name": f"u{n}"} for n in range(40)]
@@ -381,7 +385,7 @@ def test_a_set_that_does_not_compile_leaves_its_rules_to_their_own_tests(
     monkeypatch.setattr(clause_index_module.re2.Set, "SearchSet", lambda options: Refusing())
     rules = broad_rules("path {}", "$.path", "ends_with", "/{}.key")
     compiled = compile_policy(policy(*rules))
-    assert the_index(compiled).by_key["path"].text_set is None
+    assert the_index(compiled).by_key["path"].text_match is None
     assert compiled.evaluate({"tool": "t", "arguments": {"path": "/etc/4.key"}}).rule == "path 4"
     assert compiled.evaluate({"tool": "t", "arguments": {"path": "/etc/x"}}).rule is None
 
