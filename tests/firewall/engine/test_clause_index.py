@@ -88,6 +88,20 @@ def test_true_is_not_one_and_one_is_one_point_zero() -> None:
     assert json_key(None) != json_key([]) and json_key([]) != json_key({})
 
 
+def test_subclasses_of_strings_and_numbers_are_keyed_as_their_values() -> None:
+    class Text(str):
+        pass
+
+    class Count(int):
+        pass
+
+    class Amount(float):
+        pass
+
+    assert json_key(Text("a")) == "a" and json_key(Count(3)) == 3
+    assert json_key(Amount(2.5)) == 2.5 and json_key(Amount(2.0)) == 2
+
+
 def test_a_value_that_is_not_json_has_no_key() -> None:
     assert json_key(object()) is None
     assert json_key([1, object()]) is None
@@ -100,6 +114,11 @@ def test_a_value_nested_deeper_than_a_rule_may_have_no_key() -> None:
         value = [value]
     assert json_key(value) is not None
     assert json_key([value]) is None
+    nested: Any = "x"
+    for _ in range(MAX_VALUE_DEPTH):
+        nested = {"a": nested}
+    assert json_key(nested) is not None
+    assert json_key({"a": nested}) is None
 
 
 def test_an_argument_nested_thousands_deep_is_decided_without_error() -> None:
@@ -228,6 +247,8 @@ def test_the_key_clause_is_the_most_selective_one() -> None:
     assert key_clause([regex, prefix, cidr]) is cidr
     assert key_clause([regex, prefix]) is prefix
     assert key_clause([empty, regex]) is empty
+    for op in ("contains", "starts_with", "ends_with"):
+        assert key_clause([regex, {"path": "$.e", "op": op, "value": ""}]) is regex
     assert (
         key_clause([{"path": "$.a", "op": "neq", "value": 1}, {"path": "$.a", "op": "exists"}])
         is None
