@@ -3,7 +3,7 @@
 Mapping: the principal is the agent (unconstrained), the action `Action::"call"`, the resource
 `Tool::"<name>"`. An exact tool glob becomes `resource == Tool::"<name>"`; prefix, suffix and
 infix globs become `context.tool like "srv3.*"` (Cedar's `like` lets `*` match the empty string,
-a small difference that does not change the work). Clauses become `when` conditions on
+a small difference that does not change the work), and a skill glob `context.skill like ...`. Clauses become `when` conditions on
 `context.args`, each guarded by `has`: `eq`, `in` (`[..].contains(..)`), `gte`, `cidr`
 (`ip(..).isInRange(ip(..))`), `contains`/`starts_with` (`like`), `exists` (`has`); `regex` has
 no Cedar counterpart and becomes `like` on its literal parts. `deny` and `require_approval`
@@ -82,6 +82,11 @@ def to_cedar(policy: dict[str, Any]) -> str:
             conditions.append(
                 f'context.tool like "{_like(rule["tool_name_glob"]).replace(chr(92) + "*", "*")}"'
             )
+        skill = rule.get("skill_glob")
+        if skill:
+            conditions.append(
+                f'context has skill && context.skill like "{_like(skill).replace(chr(92) + "*", "*")}"'
+            )
         conditions.extend(_condition(clause) for clause in rule.get("args_match", []))
         when = f" when {{ {' && '.join(conditions)} }}" if conditions else ""
         texts.append(f"{effect} ({scope}){when};")
@@ -100,11 +105,14 @@ class CedarEngine:
         self.errors = 0
 
     def request(self, call: dict[str, Any]) -> dict[str, Any]:
+        context = {"tool": call["tool"], "args": call["arguments"]}
+        if call.get("skill"):
+            context["skill"] = call["skill"]
         return {
             "principal": 'Agent::"bench"',
             "action": 'Action::"call"',
             "resource": {"type": "Tool", "id": call["tool"]},
-            "context": {"tool": call["tool"], "args": call["arguments"]},
+            "context": context,
         }
 
     def decide(self, request: dict[str, Any]) -> bool:

@@ -202,3 +202,105 @@ def build(size: int, *, calls: int = 3000, seed: int = 7) -> Workload:
         made.append(call)
         kinds.append(kind)
     return Workload(size, policy, made, kinds, clause_count, shapes)
+
+
+#: The arguments of a call that no broad rule matches (nor any clause of `build`'s rules).
+_QUIET_BROAD = {
+    "url": "https://example.com/docs/page?q=1",
+    "env": "staging",
+    "target": {"host": "api.internal", "port": 443},
+    "user": "alice",
+    "ip": "192.0.2.1",
+    "command": "ls -la",
+    "amount": 12,
+}
+
+
+def _broad_clause(index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Rule `index`'s one clause (its literals its own) and arguments that satisfy it."""
+    kind = index % 5
+    if kind == 0:
+        return {"path": "$.env", "op": "eq", "value": f"env-{index}"}, {"env": f"env-{index}"}
+    if kind == 1:
+        host = f"h{index}.corp.example"
+        return (
+            {"path": "$.target.host", "op": "eq", "value": host},
+            {"target": {"host": host, "port": 443}},
+        )
+    if kind == 2:
+        return (
+            {"path": "$.url", "op": "regex", "value": rf"^https?://h{index}\.corp\.example/"},
+            {"url": f"https://h{index}.corp.example/export"},
+        )
+    if kind == 3:
+        return (
+            {"path": "$.user", "op": "in", "value": [f"svc-{index}", f"bot-{index}"]},
+            {"user": f"bot-{index}"},
+        )
+    network = index // 5
+    second, third = 16 + network // 256 % 16, network % 256
+    return (
+        {"path": "$.ip", "op": "cidr", "value": f"172.{second}.{third}.0/24"},
+        {"ip": f"172.{second}.{third}.9"},
+    )
+
+
+def build_broad(size: int, share: float, *, calls: int = 3000, seed: int = 11) -> Workload:
+    """`build`'s policy with `share` of its rules broad: glob `*`, one argument clause each.
+
+    The broad clauses are `eq` on a top-level or a nested path, an RE2 regex, `in` over a list
+    and a CIDR, every rule with literals of its own; a third of the broad rules are restricted
+    by skill. Calls, by kind: `nothing` (70%) names a tool no rule governs, with arguments no
+    clause matches, so the default answers; `governed` (15%) names a governed tool with the
+    same arguments; `broad` (15%) satisfies one broad rule (and its skill, if it has one).
+    """
+    rng = random.Random(seed * 1_000_003 + size + int(share * 1000))
+    broad = round(size * share)
+    base = build(size - broad, calls=0, seed=seed)
+    rules = base.policy["rules"]
+    satisfying: list[dict[str, Any]] = []
+    for number in range(broad):
+        clause, arguments = _broad_clause(number)
+        rule: dict[str, Any] = {
+            "name": f"broad {number}",
+            "tool_name_glob": "*",
+            "args_match": [clause],
+            "verdict": rng.choice(["deny", "deny", "require_approval", "audit"]),
+        }
+        call: dict[str, Any] = {"arguments": {**_QUIET_BROAD, **arguments}}
+        if number % 3 == 0:
+            rule["skill_glob"] = f"team{number % 7}.*"
+            call["skill"] = f"team{number % 7}.tools"
+        rules.append(rule)
+        satisfying.append(call)
+    priorities = list(range(1, len(rules) + 1))
+    rng.shuffle(priorities)
+    for rule, priority in zip(rules, priorities, strict=True):
+        rule["priority"] = priority * 10
+    policy = {"name": f"broad-{share:.0%}-{size}", "default_verdict": "allow", "rules": rules}
+    governed = [r["tool_name_glob"] for r in rules if "*" not in r["tool_name_glob"]]
+    made: list[dict[str, Any]] = []
+    kinds: list[str] = []
+    for _ in range(calls):
+        roll = rng.random()
+        if roll < 0.15 and satisfying:
+            target = rng.choice(satisfying)
+            call = {"tool": f"unknown{rng.randrange(10_000)}.{rng.choice(VERBS)}", **target}
+            kind = "broad"
+        elif roll < 0.30 and governed:
+            call = {"tool": rng.choice(governed), "arguments": dict(_QUIET_BROAD)}
+            kind = "governed"
+        else:
+            call = {
+                "tool": f"unknown{rng.randrange(10_000)}.{rng.choice(VERBS)}",
+                "arguments": dict(_QUIET_BROAD),
+            }
+            if rng.random() < 0.5:
+                call["skill"] = f"team{rng.randrange(7)}.tools"
+            kind = "nothing"
+        call["arguments"] = {**call["arguments"]}
+        call["stage"] = "tool_call"
+        made.append(call)
+        kinds.append(kind)
+    shapes = {**base.shapes, "broad": broad}
+    return Workload(size, policy, made, kinds, base.clauses + broad, shapes)

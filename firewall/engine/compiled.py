@@ -13,6 +13,13 @@ stage it builds an index of the rules that apply there (their stage is empty or 
   slice strictly inside the name; a name with very many dots is matched against an RE2
   `Set` of the infix globs instead, so the cost stays linear in the name.
 
+A bucket that holds many rules with argument clauses (broad rules: `*` and a clause on `$.url`)
+is split: the rules that have a clause an index can answer go into a `ClauseIndex`
+(`clause_index.py`: hash tables for `eq`/`in`/`contains` over arrays, one RE2 set per path for
+regexes and string literals, tables per prefix length for `cidr`), the others stay a plain
+list. A call then walks the plain lists and, for each split bucket, the few rules the index
+finds from its argument values, in rank order, each still tested clause by clause.
+
 The lists found for a tool name are remembered (for at least 4,096 names, or twice the names
 the rules spell out; forgotten all at once when full), since agents call the same tools over
 and over.
@@ -37,6 +44,7 @@ from typing import Any
 import re2
 
 from firewall.engine.calls import read_call
+from firewall.engine.clause_index import ClauseIndex, split_bucket
 from firewall.engine.clauses import compile_clause
 from firewall.engine.decision import (
     Decision,
@@ -72,6 +80,9 @@ _NO_RANK = 1 << 62
 #: rules spell out, if more), each of at most this length.
 _MIN_CACHED_NAMES = 4096
 _MAX_CACHED_NAME = 256
+
+#: A bucket is split into a clause index when at least this many of its rules can be filed.
+MIN_INDEXED_RULES = 12
 
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
@@ -143,6 +154,9 @@ def _compile_rule(rule: LoadedRule) -> _Rule:
     return compiled
 
 
+_Plan = tuple[list[list[_Rule]], list[ClauseIndex]]
+
+
 class _Index:
     """The rules of one stage, bucketed by the shape of their tool glob."""
 
@@ -154,11 +168,17 @@ class _Index:
         "infix",
         "infix_set",
         "infix_keys",
+        "split",
         "_seen",
         "_capacity",
     )
 
-    def __init__(self, rules: list[tuple[LoadedRule, _Rule]]) -> None:
+    def __init__(
+        self,
+        rules: list[tuple[LoadedRule, _Rule]],
+        min_indexed: int,
+        shared: dict[tuple[int, ...], tuple[list[_Rule], ClauseIndex | None]],
+    ) -> None:
         self.any: list[_Rule] = []
         self.exact: dict[str, list[_Rule]] = {}
         self.prefix: dict[str, list[_Rule]] = {}
@@ -178,7 +198,27 @@ class _Index:
                 table.setdefault(key, []).append(compiled)
         self.infix_keys: list[str] = list(self.infix)
         self.infix_set: Any = None
-        self._seen: dict[str, list[list[_Rule]]] = {}
+        clauses = {id(compiled): loaded.clauses for loaded, compiled in rules}
+
+        def fileable(rule: _Rule) -> list[Any] | None:
+            return clauses[id(rule)] if rule.broken is None else None
+
+        #: The buckets split into (plain rules, clause index), by the bucket's identity.
+        self.split: dict[int, tuple[list[_Rule], ClauseIndex]] = {}
+        buckets = [self.any, *self.exact.values(), *self.prefix.values()]
+        buckets += [*self.suffix.values(), *self.infix.values()]
+        for bucket in buckets:
+            if len(bucket) >= min_indexed:
+                # a bucket with the same rules in another stage (rules with no stage sit in
+                # every stage) shares its split
+                members = tuple(id(rule) for rule in bucket)
+                parts = shared.get(members)
+                if parts is None:
+                    parts = shared[members] = split_bucket(bucket, fileable, min_indexed)
+                plain, index = parts
+                if index is not None:
+                    self.split[id(bucket)] = (plain, index)
+        self._seen: dict[str, _Plan] = {}
         keys = len(self.exact) + len(self.prefix) + len(self.suffix) + len(self.infix)
         self._capacity = max(_MIN_CACHED_NAMES, 2 * keys)
 
@@ -193,10 +233,25 @@ class _Index:
         return self.infix_set.Match(utf8_safe(tool)) or []
 
     def candidates(self, tool: str) -> list[list[_Rule]]:
-        """The rank-ordered lists of rules whose tool glob matches `tool` (cached per name)."""
+        """The rank-ordered lists of rules whose tool glob matches `tool`."""
+        return self._lookup(tool)
+
+    def plan(self, tool: str) -> _Plan:
+        """The plain lists to walk for `tool` and the clause indexes to ask (cached per name)."""
         found = self._seen.get(tool)
         if found is None:
-            found = self._lookup(tool)
+            lists: list[list[_Rule]] = []
+            indexes: list[ClauseIndex] = []
+            split = self.split
+            for bucket in self._lookup(tool):
+                parts = split.get(id(bucket)) if split else None
+                if parts is None:
+                    lists.append(bucket)
+                else:
+                    if parts[0]:
+                        lists.append(parts[0])
+                    indexes.append(parts[1])
+            found = (lists, indexes)
             if len(tool) <= _MAX_CACHED_NAME:
                 if len(self._seen) >= self._capacity:
                     self._seen.clear()
@@ -298,6 +353,7 @@ class CompiledPolicy:
         *,
         resolver: Callable[[str], Iterable[str]] | None = None,
         issues: list[ValidationIssue] | None = None,
+        min_indexed: int = MIN_INDEXED_RULES,
     ) -> None:
         loaded = load_policy(data)
         self.name = loaded.name
@@ -309,8 +365,11 @@ class CompiledPolicy:
         self._resolver = resolver
         pairs = [(rule, _compile_rule(rule)) for rule in loaded.rules]
         self.rule_count = len(pairs)
+        shared: dict[tuple[int, ...], tuple[list[_Rule], ClauseIndex | None]] = {}
         self._by_stage = {
-            stage: _Index([pair for pair in pairs if pair[0].stage in ("", stage)])
+            stage: _Index(
+                [pair for pair in pairs if pair[0].stage in ("", stage)], min_indexed, shared
+            )
             for stage in STAGES
         }
 
@@ -328,7 +387,14 @@ class CompiledPolicy:
         evaluation: _Evaluation | None = None
         best: _Rule | None = None
         best_rank = _NO_RANK
-        for bucket in self._by_stage[stage].candidates(tool):
+        buckets, indexes = self._by_stage[stage].plan(tool)
+        if indexes and is_object:
+            buckets = [*buckets]
+            for index in indexes:
+                found = index.lookup(arguments)
+                if found:
+                    buckets.append(found)
+        for bucket in buckets:
             for rule in bucket:
                 if rule.rank >= best_rank:
                     break

@@ -8,6 +8,7 @@ slices, negative indices, quoted keys and recursive descent are not part of the 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import re2
@@ -37,6 +38,13 @@ def parse_path(text: object) -> tuple[str | int, ...]:
     """Parse a path into its steps, or raise `OperandInvalid` saying why it is not one."""
     if not isinstance(text, str):
         raise OperandInvalid("path", "must be a string")
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> tuple[str | int, ...]:
+    # paths repeat across rules and are read by the validator, the loader and the compiler
+    # alike; a parse is a tuple, so a cached one cannot be changed by whoever reads it
     if len(text) > MAX_PATH_LENGTH:
         raise OperandInvalid("path", f"is longer than {MAX_PATH_LENGTH} characters")
     if not text.isascii() or not _PATH.fullmatch(text):

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firewall.engine import compile_policy, reference_evaluate
+from firewall.engine import CompiledPolicy, compile_policy, reference_evaluate
 
 from .conftest import FakeResolver
 
@@ -135,19 +135,147 @@ def _call(draw: Any, names: Any = _names) -> dict[str, Any]:
     return call
 
 
+# Broad rules: the tool glob `*` (or `""`) and clauses the clause index files, over values that
+# calls also carry, so that keys collide, literals overlap and addresses are spelled many ways.
+_BROAD_PATHS = ["$.url", "$.env", "$.ip", "$.a.b", "$.l[0]", "$", "$.l"]
+_texts = st.sampled_from(
+    [
+        "",
+        "prod",
+        "PROD admin",
+        "https://10.0.0.1/x",
+        "10.1.2.3",
+        "0x0A010203",
+        "::ffff:10.1.2.3",
+        "fe80::1%eth0",
+        "192.168.1.1",
+        "é",
+        "aé/b",
+        "a\udcffb",
+        "a?b",
+        "x\ny",
+    ]
+)
+_broad_scalars = st.one_of(
+    st.none(), st.booleans(), st.sampled_from([0, 1, 1.0, -0.0, 2.5, 10**20]), _texts
+)
+_broad_json = st.recursive(
+    _broad_scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "url"]), children, max_size=2)
+    ),
+    max_leaves=5,
+)
+_literals = st.one_of(
+    st.sampled_from(["", "a", "b", "prod", "10.", "é", "/x", "\udcff", "?"]), _texts
+)
+_broad_values = {
+    "eq": _broad_json,
+    "in": st.lists(_broad_json, max_size=4),
+    "contains": st.one_of(_literals, _broad_json),
+    "starts_with": _literals,
+    "ends_with": _literals,
+    "regex": st.sampled_from(
+        [
+            "prod",
+            "(?i)admin",
+            r"\bprod\b",
+            r"^https?://10\.",
+            "b$",
+            "é+",
+            "(broken",
+            ".*",
+            "",
+            "[[:digit:]]{2,}",
+            r"a\?b",
+            "^$",
+            "(?s)x.y",
+        ]
+    ),
+    "cidr": st.sampled_from(
+        ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.3", "::/0", "fe80::/10", "::ffff:10.0.0.0/104", "bad"]
+    ),
+    "neq": _broad_json,
+    "exists": st.booleans(),
+    "gte": st.sampled_from([0, 2]),
+}
+
+
+@st.composite
+def _broad_clause(draw: Any) -> dict[str, Any]:
+    op = draw(st.sampled_from(sorted(_broad_values)))
+    clause = {"path": draw(st.sampled_from(_BROAD_PATHS)), "op": op}
+    if op != "exists" or draw(st.booleans()):
+        clause["value"] = draw(_broad_values[op])
+    return clause
+
+
+@st.composite
+def _broad_rule(draw: Any, index: int) -> dict[str, Any]:
+    rule = draw(_rule(index))
+    if draw(st.integers(min_value=0, max_value=3)):
+        rule["tool_name_glob"] = draw(st.sampled_from(["*", "", "a.*", "*.b"]))
+    rule.pop("sequence", None)
+    rule["args_match"] = draw(st.lists(_broad_clause(), min_size=1, max_size=3))
+    return rule
+
+
+@st.composite
+def _broad_policy(draw: Any) -> dict[str, Any]:
+    count = draw(st.integers(min_value=1, max_value=16))
+    rules = [
+        draw(_broad_rule(index) if draw(st.integers(0, 4)) else _rule(index))
+        for index in range(count)
+    ]
+    return {
+        "name": "broad",
+        "default_verdict": draw(st.sampled_from(["allow", "deny"])),
+        "rules": rules,
+    }
+
+
+@st.composite
+def _broad_call(draw: Any) -> dict[str, Any]:
+    call = draw(_call())
+    if draw(st.integers(min_value=0, max_value=5)):
+        arguments = draw(
+            st.dictionaries(
+                st.sampled_from(["url", "env", "ip", "a", "l"]), _broad_json, max_size=4
+            )
+        )
+        if draw(st.booleans()):
+            arguments["a"] = {"b": draw(_broad_json)}
+        if draw(st.booleans()):
+            arguments["l"] = draw(st.lists(_broad_json, min_size=1, max_size=3))
+        call["arguments"] = arguments
+    return call
+
+
 RESOLVER_TABLE = {"h.example": ["10.0.0.9"], "a.example": ["93.184.216.34"]}
 
 
 def _agree(data: dict[str, Any], calls: list[dict[str, Any]]) -> None:
     compiled = compile_policy(data, strict=False, resolver=FakeResolver(RESOLVER_TABLE))
+    # every bucket with a fileable rule split into a clause index, however small
+    indexed = CompiledPolicy(data, resolver=FakeResolver(RESOLVER_TABLE), min_indexed=1)
     for call in calls:
-        expected = reference_evaluate(data, call, resolver=FakeResolver(RESOLVER_TABLE))
-        assert compiled.evaluate(call).to_dict() == expected.to_dict(), call
+        expected = reference_evaluate(data, call, resolver=FakeResolver(RESOLVER_TABLE)).to_dict()
+        assert compiled.evaluate(call).to_dict() == expected, call
+        assert indexed.evaluate(call).to_dict() == expected, call
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=_policy(), calls=st.lists(_call(), min_size=1, max_size=6))
 def test_compiled_and_reference_engines_agree(data: dict[str, Any], calls: list[Any]) -> None:
+    _agree(data, calls)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=_broad_policy(), calls=st.lists(_broad_call(), min_size=1, max_size=8))
+def test_engines_agree_on_broad_rules_through_the_clause_index(
+    data: dict[str, Any], calls: list[Any]
+) -> None:
     _agree(data, calls)
 
 
