@@ -1,6 +1,6 @@
 """`stalwart verify`: prove an agent before it runs, and gate a build on the result.
 
-    stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N]
+    stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N] [--strict]
                                [--overlay steps.json] [--output FILE]
 
 The command reads agent.yaml and the files it names, relative to it -- the rulebook (a Colang
@@ -9,6 +9,9 @@ module (`python: shop.tools`, looked for as `shop/tools.py` beside agent.yaml or
 as `tools.py` beside it) -- and hands them, as text, to `proof.engine.verify_agent_file`. It never
 imports or runs the tools' code. A `.json` argument is read as a whole `qls-graph/1` document
 (what an SDK's `export()` writes). `--overlay` merges the team's own steps and declarations.
+Every report names the depth and turns it proved to; a `--depth` below the run's own step limit
+(`budget.run`, else the framework's recursion limit of 60) is a warning, and under `--strict` it
+fails the gate.
 
 Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
 agent file that does not load, a file it names that cannot be read, an invalid graph). No
@@ -72,6 +75,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--turns", type=_positive, default=3, help="how many turns to prove over (default 3)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail the gate when --depth is below the run's own step limit",
     )
     parser.add_argument(
         "--overlay", help="a qls-graph/1 fragment: the team's own steps and declarations"
@@ -195,6 +203,7 @@ def verify_agent_input(
     turns: int = 3,
     overlay: Any = None,
     progress: Any = None,
+    strict: bool = False,
 ) -> Any:
     """The proof's `Report` of an agent file: what `stalwart verify agent.yaml` prints and what
     `Agent(..., verify=True)` decides on. Raises the engine's `ConfigInvalid`/`GraphInvalid` for
@@ -210,6 +219,7 @@ def verify_agent_input(
         filename=path.name,
         overlay=overlay,
         progress=progress,
+        strict=strict,
     )
 
 
@@ -241,7 +251,9 @@ def run(args: argparse.Namespace) -> int:
                 from proof.engine import merge_overlay
 
                 doc = merge_overlay(doc, overlay)
-            report = verify_graph(doc, depth=args.depth, turns=args.turns, file=path.name)
+            report = verify_graph(
+                doc, depth=args.depth, turns=args.turns, file=path.name, strict=args.strict
+            )
         else:
             report = verify_agent_input(
                 path,
@@ -249,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
                 depth=args.depth,
                 turns=args.turns,
                 overlay=overlay,
+                strict=args.strict,
             )
     except ConfigInvalid as error:
         raise VerifyError([str(p) for p in error.problems], EXIT_FAILED) from None

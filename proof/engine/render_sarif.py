@@ -5,7 +5,9 @@ help, its OWASP tags and type as properties); so are the code checks and the run
 that appear. A finding that fails the gate is an `error`, a warning a `warning`, a lint or a code
 check a `note`. A finding's place is its location; its witness is a code flow whose thread flow
 walks the path, step by step, each at the file and line the step came from. Each result carries
-a partial fingerprint (rule, subject, message) so code scanning can follow it between runs.
+a partial fingerprint (rule, subject, message) so code scanning can follow it between runs. The
+run's properties name the depth, the turns and the run's step limit; a depth below that limit is
+a notification on the invocation (an error under `--strict`).
 """
 
 from __future__ import annotations
@@ -117,6 +119,25 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     return result
 
 
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's invocation; a depth below the run's step limit is a notification on it."""
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if report.below_step_limit:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "descriptor": {"id": "depth-below-step-limit"},
+                "level": "error" if report.strict else "warning",
+                "message": {
+                    "text": (
+                        f"the proof went to a depth of {report.depth}, below the run's step "
+                        f"limit of {report.step_limit}: nothing is proved past it"
+                    )
+                },
+            }
+        ]
+    return invocation
+
+
 def sarif_dict(report: Report) -> dict[str, Any]:
     """The report as a SARIF 2.1.0 log."""
     rules = _rule_descriptors(report)
@@ -159,13 +180,15 @@ def sarif_dict(report: Report) -> dict[str, Any]:
                         "rules": rules,
                     }
                 },
-                "invocations": [{"executionSuccessful": True}],
+                "invocations": [_invocation(report)],
                 "results": results,
                 "properties": {
                     "file": report.file,
                     "graph": report.graph_digest,
                     "depth": report.depth,
                     "turns": report.turns,
+                    "step_limit": report.step_limit,
+                    "strict": report.strict,
                     "gate": "passed" if report.passed else "failed",
                     "nothing_to_read": {r: s for r, s in report.nothing_to_read},
                 },
