@@ -11,7 +11,8 @@ imports or runs the tools' code. A `.json` argument is read as a whole `qls-grap
 (what an SDK's `export()` writes). `--overlay` merges the team's own steps and declarations.
 Every report names the depth and turns it proved to; a `--depth` below the run's own step limit
 (`budget.run`, else the framework's recursion limit of 60) is a warning, and under `--strict` it
-fails the gate.
+fails the gate. A `firewall:` file that is missing or not a valid policy is invalid input (exit 1,
+naming the key and its line), as `Agent.from_file` finds it.
 
 Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
 agent file that does not load, a file it names that cannot be read, an invalid graph). No
@@ -195,6 +196,25 @@ def read_agent(
     return AgentInput(text, files, modules)
 
 
+def check_firewall(path: Path, text: str) -> None:
+    """`firewall: <file>` must name a policy that exists and compiles: `VerifyError` (exit 1)
+    naming the key and its line otherwise -- the same check `Agent.from_file` makes."""
+    from guard.engine import safe_yaml
+    from stalwart_agents.agent import AgentFileError, open_firewall
+
+    try:
+        data = safe_yaml.load(text)
+    except yaml.YAMLError:
+        return  # the engine reports the YAML problem with its line
+    name = data.get("firewall") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        return  # absent, or not a path: the agent file's own check names it
+    try:
+        open_firewall(path, name, text)
+    except AgentFileError as error:
+        raise VerifyError([str(error)], EXIT_FAILED) from None
+
+
 def verify_agent_input(
     path: Path,
     given: AgentInput,
@@ -255,9 +275,11 @@ def run(args: argparse.Namespace) -> int:
                 doc, depth=args.depth, turns=args.turns, file=path.name, strict=args.strict
             )
         else:
+            given = read_agent(path, text=_read_text(path, args.agent))
+            check_firewall(path, given.text)
             report = verify_agent_input(
                 path,
-                read_agent(path, text=_read_text(path, args.agent)),
+                given,
                 depth=args.depth,
                 turns=args.turns,
                 overlay=overlay,
@@ -265,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
             )
     except ConfigInvalid as error:
         raise VerifyError([str(p) for p in error.problems], EXIT_FAILED) from None
+
     except GraphInvalid as error:
         label = args.overlay if overlay is not None and path.suffix != ".json" else args.agent
         raise VerifyError([f"{label}: {p}" for p in error.problems]) from None

@@ -206,3 +206,43 @@ def test_the_step_limit_is_the_declared_run_budget(capsys, tmp_path) -> None:
     assert code == 0 and "the run's step limit is 12." in out
     code, out, _ = _run(capsys, str(agent), "--depth", "11", "--strict")
     assert code == 1 and "below the run's step limit of 12" in out
+
+
+def _with_firewall(tmp_path, policy: str | None):
+    shutil.copytree(SHOP, tmp_path / "shop")
+    agent = tmp_path / "shop" / "agent.yaml"
+    agent.write_text(agent.read_text() + "firewall: ./firewall.json\n")
+    if policy is not None:
+        (tmp_path / "shop" / "firewall.json").write_text(policy, encoding="utf-8")
+    line = agent.read_text().splitlines().index("firewall: ./firewall.json") + 1
+    return str(agent), line
+
+
+def test_a_firewall_file_that_is_missing_is_invalid_input_naming_the_key_and_its_line(
+    capsys, tmp_path
+) -> None:
+    agent, line = _with_firewall(tmp_path, None)
+    code, out, err = _run(capsys, agent)
+    assert code == 1 and out == ""
+    assert err == (
+        f"stalwart verify: error: agent.yaml:{line}: firewall: the policy `./firewall.json` "
+        "does not exist\n"
+    )
+
+
+@pytest.mark.parametrize("policy", ["{not json", json.dumps({"rules": "all of them"})])
+def test_a_firewall_file_that_is_not_a_policy_is_invalid_input_naming_the_key_and_its_line(
+    capsys, tmp_path, policy: str
+) -> None:
+    agent, line = _with_firewall(tmp_path, policy)
+    code, out, err = _run(capsys, agent)
+    assert code == 1 and out == ""
+    assert err.startswith(f"stalwart verify: error: agent.yaml:{line}: firewall: ")
+    assert "Traceback" not in err
+
+
+def test_a_firewall_file_that_compiles_is_verified_as_before(capsys, tmp_path) -> None:
+    policy = {"name": "shop", "default_verdict": "allow", "rules": []}
+    agent, _ = _with_firewall(tmp_path, json.dumps(policy))
+    code, out, _ = _run(capsys, agent)
+    assert code == 0 and "Gate: passed." in out
