@@ -2,6 +2,7 @@
 
     stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N] [--strict]
                                [--overlay steps.json] [--output FILE]
+    stalwart verify --explain QG011
 
 The command reads agent.yaml and the files it names, relative to it -- the rulebook (a Colang
 file, a rule sheet, or a folder `stalwart rules compile` wrote) and the source of each tools
@@ -69,7 +70,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         "Lint, compile, build and prove an agent, and print the report. Exits 0 when the gate "
         "passes, 1 when it fails, 2 on a usage, configuration or internal error."
     )
-    parser.add_argument("agent", help="agent.yaml (or a qls-graph/1 document ending in .json)")
+    parser.add_argument(
+        "agent", nargs="?", help="agent.yaml (or a qls-graph/1 document ending in .json)"
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="RULE",
+        help="print a rule's page (what it proves, what it does not, what it reads) and exit",
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="how to print the report")
     parser.add_argument(
         "--depth", type=_positive, default=60, help="the run's step limit to prove to (default 60)"
@@ -255,13 +263,30 @@ def build_agent_input(path: Path, given: AgentInput) -> dict[str, Any]:
 def _render(report: Any, fmt: str) -> str:
     from proof.engine import render_json, render_sarif, render_text
 
-    return {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt](report)
+    if fmt == "sarif":  # each rule's helpUri is its console page, on the console when named
+        return render_sarif(report, console=os.environ.get("STALWART_URL") or None)
+    return {"text": render_text, "json": render_json}[fmt](report)
+
+
+def explain(rule_id: str) -> int:
+    """`--explain QG011`: the rule's page from the registry, as text."""
+    from proof.engine import BY_ID, render_rule_text
+
+    info = BY_ID.get(rule_id.strip().upper())
+    if info is None:
+        raise VerifyError([f"no rule `{rule_id}`: the rules are {', '.join(BY_ID)}"], EXIT_ERROR)
+    sys.stdout.write(render_rule_text(info))
+    return EXIT_PASSED
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print; raise `VerifyError` for what stops it (see `handle`)."""
     from proof.engine import ConfigInvalid, GraphInvalid, verify_graph
 
+    if args.explain is not None:
+        return explain(args.explain)
+    if not args.agent:
+        raise VerifyError(["name the agent file to verify (or `--explain RULE`)"])
     path = Path(args.agent)
     overlay = _read_json(Path(args.overlay), args.overlay) if args.overlay else None
     try:
