@@ -12,7 +12,8 @@ imports or runs the tools' code. A `.json` argument is read as a whole `qls-grap
 (what an SDK's `export()` writes). `--overlay` merges the team's own steps and declarations.
 Every report names the depth and turns it proved to; a `--depth` below the run's own step limit
 (`budget.run`, else the framework's recursion limit of 60) is a warning, and under `--strict` it
-fails the gate. A `firewall:` file that is missing or not a valid policy is invalid input (exit 1,
+fails the gate. agent.yaml is first validated against the published JSON Schema
+(`stalwart_agents/schemas/agent.schema.json`): every error, with its line, exit 1. A `firewall:` file that is missing or not a valid policy is invalid input (exit 1,
 naming the key and its line), as `Agent.from_file` finds it.
 
 Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
@@ -204,6 +205,54 @@ def read_agent(
     return AgentInput(text, files, modules)
 
 
+def agent_schema() -> dict[str, Any]:
+    """The JSON Schema of agent.yaml the package publishes (`stalwart_agents/schemas/`)."""
+    from importlib import resources
+
+    source = resources.files("stalwart_agents").joinpath("schemas/agent.schema.json")
+    return json.loads(source.read_text(encoding="utf-8"))
+
+
+def _schema_path(parts: Sequence[Any]) -> str:
+    """A JSON Schema error's path written the way the loader names fields (`tools[0].kind`)."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def schema_problems(text: str, filename: str) -> list[str]:
+    """Every way agent.yaml's text breaks the published schema, each with its line; [] when it
+    keeps to it, or when the text is not YAML (the engine names that problem with its line)."""
+    import jsonschema
+
+    from guard.engine import safe_yaml
+    from proof.engine.locations import yaml_lines
+
+    try:
+        data = safe_yaml.load(text)
+    except yaml.YAMLError:
+        return []
+    validator = jsonschema.Draft202012Validator(agent_schema())
+    lines = yaml_lines(text)
+    problems = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
+        field = _schema_path(error.path)
+        if error.validator == "additionalProperties":
+            known = set((error.schema or {}).get("properties", {}))
+            for key in sorted(set(error.instance) - known, key=str):
+                child = f"{field}.{key}" if field else str(key)
+                line = lines.get(child)
+                where = f"{filename}:{line}" if line else filename
+                problems.append(f"{where}: {child}: is not a key the agent file reads")
+            continue
+        line = lines.get(field)
+        where = f"{filename}:{line}" if line else filename
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        problems.append(f"{where}: {field or '(the file)'}: {message}")
+    return problems
+
+
 def check_firewall(path: Path, text: str) -> None:
     """`firewall: <file>` must name a policy that exists and compiles: `VerifyError` (exit 1)
     naming the key and its line otherwise -- the same check `Agent.from_file` makes."""
@@ -300,7 +349,11 @@ def run(args: argparse.Namespace) -> int:
                 doc, depth=args.depth, turns=args.turns, file=path.name, strict=args.strict
             )
         else:
-            given = read_agent(path, text=_read_text(path, args.agent))
+            text = _read_text(path, args.agent)
+            problems = schema_problems(text, path.name)
+            if problems:
+                raise VerifyError(problems, EXIT_FAILED)
+            given = read_agent(path, text=text)
             check_firewall(path, given.text)
             report = verify_agent_input(
                 path,
