@@ -358,8 +358,12 @@ REGISTRY: tuple[RuleInfo, ...] = (
         False,
         True,
         proves="No call chosen by a model (or a team's step) with an argument declared as SQL, a "
-        "query, a path, a URL or a template runs without a person's yes.",
-        does_not_prove="Queries or destinations in arguments not declared as such.",
+        "query, a path, a URL or a template runs without a person's yes. A URL argument the tool "
+        "check reads as a host (its name or its `format` says so), in a tool not declared "
+        "`sends_out`, is held at run time: the `destinations` check refuses every destination "
+        "in it, so while that check is on the proof does not report the call as running.",
+        does_not_prove="Queries or destinations in arguments not declared as such; that a URL the "
+        "runtime lets through (a relative path, a name with no dot) is harmless.",
         owasp=("LLM05:2026", "ASI02:2026"),
         fix="Have a person confirm '{tool}', or replace `{argument}` with parameters the tool "
         "builds the query or destination from.",
