@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop"
 EXAMPLES = sorted((ROOT / "examples").glob("*/agent.yaml"))
 CORPUS = sorted((ROOT / "tests" / "proof" / "corpus").glob("*/agent.yaml"))
+STARTERS = sorted((ROOT / "stalwart_agents" / "starters").glob("*/agent.yaml"))
 
 
 def test_the_schema_is_a_valid_json_schema_published_in_the_package() -> None:
@@ -37,7 +38,7 @@ def test_the_schema_declares_exactly_the_keys_the_loader_reads() -> None:
     assert set(schema["properties"]["budget"]["else"]["properties"]) == {"run", "agents"}
 
 
-@pytest.mark.parametrize("path", EXAMPLES + CORPUS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", EXAMPLES + CORPUS + STARTERS, ids=lambda p: p.parent.name)
 def test_every_example_agent_file_validates(path: Path) -> None:
     assert schema_problems(path.read_text(encoding="utf-8"), path.name) == []
 
