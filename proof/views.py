@@ -2,7 +2,9 @@
 
 The list polls (htmx) only while a job is queued or running; a job's page polls its status the
 same way and, once the job is finished, shows the gate, every finding with its witness drawn over
-the agents' graph as inline SVG (`proof.drawing`), and the report to download.
+the agents' graph as inline SVG (`proof.drawing`), and the report to download; each finding links
+its rule's page (`/proofs/rules/QG011`), which shows the registry's entry, as `stalwart verify
+--explain` prints it.
 """
 
 from __future__ import annotations
@@ -174,6 +176,25 @@ def proof_page(request: HttpRequest, job_id) -> HttpResponse:  # noqa: ANN001
     if request.htmx and request.htmx.target == "job-status":
         return render(request, "proof/detail.html#job-status", context)
     return render(request, "proof/detail.html", context)
+
+
+@require_GET
+def rules_page(request: HttpRequest) -> HttpResponse:
+    from proof.engine import REGISTRY
+
+    require(actor_for_request(request), "proofs.read")
+    return render(request, "proof/rules.html", {"rules": REGISTRY})
+
+
+@require_GET
+def rule_page(request: HttpRequest, rule_id: str) -> HttpResponse:
+    from proof.engine import BY_ID, rule_page_fields
+
+    require(actor_for_request(request), "proofs.read")
+    info = BY_ID.get(rule_id)
+    if info is None:
+        raise Http404("no such rule")
+    return render(request, "proof/rule.html", {"rule": info, "fields": rule_page_fields(info)})
 
 
 @require_GET

@@ -28,6 +28,26 @@ from guard import engine
 from rulebooks import compiler
 
 
+def open_firewall(path: Path, name: str, text: str) -> Any:
+    """The firewall policy `firewall: <name>` names beside agent.yaml (`path`, whose `text` is
+    given), compiled; `AgentFileError` naming the key and its line when the file is missing,
+    unreadable or not a valid policy. `Agent.from_file` and `stalwart verify` both ask here."""
+    from stalwart_agents.chat import FirewallFileError, LocalFirewall, key_line
+
+    line = key_line(text, "firewall")
+    where = f"{path.name}:{line}" if line else path.name
+    try:
+        return LocalFirewall((path.parent / name).resolve())
+    except FileNotFoundError:
+        raise AgentFileError(f"{where}: firewall: the policy `{name}` does not exist") from None
+    except OSError as exc:
+        raise AgentFileError(
+            f"{where}: firewall: the policy `{name}` cannot be read: {exc.strerror or exc}"
+        ) from None
+    except FirewallFileError as exc:
+        raise AgentFileError(f"{where}: firewall: {exc}") from None
+
+
 class AgentFileError(Exception):
     """An agent.yaml (or a file it names) that cannot be read; the message names file and place."""
 
@@ -237,27 +257,10 @@ class Agent:
 
     @staticmethod
     def _firewall(path: Path, agent_file: engine.AgentFile, text: str) -> Any:
-        """The firewall policy agent.yaml names, compiled; `AgentFileError` naming the key and
-        its line when the file is missing or is not a valid policy."""
+        """The firewall policy agent.yaml names, compiled (see `open_firewall`)."""
         if not agent_file.firewall:
             return None
-        from stalwart_agents.chat import FirewallFileError, LocalFirewall, key_line
-
-        line = key_line(text, "firewall")
-        where = f"{path.name}:{line}" if line else path.name
-        try:
-            return LocalFirewall((path.parent / agent_file.firewall).resolve())
-        except FileNotFoundError:
-            raise AgentFileError(
-                f"{where}: firewall: the policy `{agent_file.firewall}` does not exist"
-            ) from None
-        except OSError as exc:
-            raise AgentFileError(
-                f"{where}: firewall: the policy `{agent_file.firewall}` cannot be read: "
-                f"{exc.strerror or exc}"
-            ) from None
-        except FirewallFileError as exc:
-            raise AgentFileError(f"{where}: firewall: {exc}") from None
+        return open_firewall(path, agent_file.firewall, text)
 
     @staticmethod
     def _compile(path: Path, agent_file: engine.AgentFile, colang_version: str | None) -> Rules:

@@ -212,6 +212,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_plan",
     "stalwart_agents.cli_verify",
     "stalwart_agents.cli_console",
+    "stalwart_agents.cli_init",
 )
 
 

@@ -1,7 +1,8 @@
 """`stalwart verify`: prove an agent before it runs, and gate a build on the result.
 
-    stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N]
+    stalwart verify agent.yaml [--format text|json|sarif] [--depth N] [--turns N] [--strict]
                                [--overlay steps.json] [--output FILE]
+    stalwart verify --explain QG011
 
 The command reads agent.yaml and the files it names, relative to it -- the rulebook (a Colang
 file, a rule sheet, or a folder `stalwart rules compile` wrote) and the source of each tools
@@ -9,6 +10,11 @@ module (`python: shop.tools`, looked for as `shop/tools.py` beside agent.yaml or
 as `tools.py` beside it) -- and hands them, as text, to `proof.engine.verify_agent_file`. It never
 imports or runs the tools' code. A `.json` argument is read as a whole `qls-graph/1` document
 (what an SDK's `export()` writes). `--overlay` merges the team's own steps and declarations.
+Every report names the depth and turns it proved to; a `--depth` below the run's own step limit
+(`budget.run`, else the framework's recursion limit of 60) is a warning, and under `--strict` it
+fails the gate. agent.yaml is first validated against the published JSON Schema
+(`stalwart_agents/schemas/agent.schema.json`): every error, with its line, exit 1. A `firewall:` file that is missing or not a valid policy is invalid input (exit 1,
+naming the key and its line), as `Agent.from_file` finds it.
 
 Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
 agent file that does not load, a file it names that cannot be read, an invalid graph). No
@@ -65,13 +71,25 @@ def register(parser: argparse.ArgumentParser) -> None:
         "Lint, compile, build and prove an agent, and print the report. Exits 0 when the gate "
         "passes, 1 when it fails, 2 on a usage, configuration or internal error."
     )
-    parser.add_argument("agent", help="agent.yaml (or a qls-graph/1 document ending in .json)")
+    parser.add_argument(
+        "agent", nargs="?", help="agent.yaml (or a qls-graph/1 document ending in .json)"
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="RULE",
+        help="print a rule's page (what it proves, what it does not, what it reads) and exit",
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="how to print the report")
     parser.add_argument(
         "--depth", type=_positive, default=60, help="the run's step limit to prove to (default 60)"
     )
     parser.add_argument(
         "--turns", type=_positive, default=3, help="how many turns to prove over (default 3)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail the gate when --depth is below the run's own step limit",
     )
     parser.add_argument(
         "--overlay", help="a qls-graph/1 fragment: the team's own steps and declarations"
@@ -187,6 +205,73 @@ def read_agent(
     return AgentInput(text, files, modules)
 
 
+def agent_schema() -> dict[str, Any]:
+    """The JSON Schema of agent.yaml the package publishes (`stalwart_agents/schemas/`)."""
+    from importlib import resources
+
+    source = resources.files("stalwart_agents").joinpath("schemas/agent.schema.json")
+    return json.loads(source.read_text(encoding="utf-8"))
+
+
+def _schema_path(parts: Sequence[Any]) -> str:
+    """A JSON Schema error's path written the way the loader names fields (`tools[0].kind`)."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def schema_problems(text: str, filename: str) -> list[str]:
+    """Every way agent.yaml's text breaks the published schema, each with its line; [] when it
+    keeps to it, or when the text is not YAML (the engine names that problem with its line)."""
+    import jsonschema
+
+    from guard.engine import safe_yaml
+    from proof.engine.locations import yaml_lines
+
+    try:
+        data = safe_yaml.load(text)
+    except yaml.YAMLError:
+        return []
+    validator = jsonschema.Draft202012Validator(agent_schema())
+    lines = yaml_lines(text)
+    problems = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
+        field = _schema_path(error.path)
+        if error.validator == "additionalProperties":
+            known = set((error.schema or {}).get("properties", {}))
+            for key in sorted(set(error.instance) - known, key=str):
+                child = f"{field}.{key}" if field else str(key)
+                line = lines.get(child)
+                where = f"{filename}:{line}" if line else filename
+                problems.append(f"{where}: {child}: is not a key the agent file reads")
+            continue
+        line = lines.get(field)
+        where = f"{filename}:{line}" if line else filename
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        problems.append(f"{where}: {field or '(the file)'}: {message}")
+    return problems
+
+
+def check_firewall(path: Path, text: str) -> None:
+    """`firewall: <file>` must name a policy that exists and compiles: `VerifyError` (exit 1)
+    naming the key and its line otherwise -- the same check `Agent.from_file` makes."""
+    from guard.engine import safe_yaml
+    from stalwart_agents.agent import AgentFileError, open_firewall
+
+    try:
+        data = safe_yaml.load(text)
+    except yaml.YAMLError:
+        return  # the engine reports the YAML problem with its line
+    name = data.get("firewall") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        return  # absent, or not a path: the agent file's own check names it
+    try:
+        open_firewall(path, name, text)
+    except AgentFileError as error:
+        raise VerifyError([str(error)], EXIT_FAILED) from None
+
+
 def verify_agent_input(
     path: Path,
     given: AgentInput,
@@ -195,6 +280,7 @@ def verify_agent_input(
     turns: int = 3,
     overlay: Any = None,
     progress: Any = None,
+    strict: bool = False,
 ) -> Any:
     """The proof's `Report` of an agent file: what `stalwart verify agent.yaml` prints and what
     `Agent(..., verify=True)` decides on. Raises the engine's `ConfigInvalid`/`GraphInvalid` for
@@ -210,6 +296,7 @@ def verify_agent_input(
         filename=path.name,
         overlay=overlay,
         progress=progress,
+        strict=strict,
     )
 
 
@@ -225,13 +312,30 @@ def build_agent_input(path: Path, given: AgentInput) -> dict[str, Any]:
 def _render(report: Any, fmt: str) -> str:
     from proof.engine import render_json, render_sarif, render_text
 
-    return {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt](report)
+    if fmt == "sarif":  # each rule's helpUri is its console page, on the console when named
+        return render_sarif(report, console=os.environ.get("STALWART_URL") or None)
+    return {"text": render_text, "json": render_json}[fmt](report)
+
+
+def explain(rule_id: str) -> int:
+    """`--explain QG011`: the rule's page from the registry, as text."""
+    from proof.engine import BY_ID, render_rule_text
+
+    info = BY_ID.get(rule_id.strip().upper())
+    if info is None:
+        raise VerifyError([f"no rule `{rule_id}`: the rules are {', '.join(BY_ID)}"], EXIT_ERROR)
+    sys.stdout.write(render_rule_text(info))
+    return EXIT_PASSED
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print; raise `VerifyError` for what stops it (see `handle`)."""
     from proof.engine import ConfigInvalid, GraphInvalid, verify_graph
 
+    if args.explain is not None:
+        return explain(args.explain)
+    if not args.agent:
+        raise VerifyError(["name the agent file to verify (or `--explain RULE`)"])
     path = Path(args.agent)
     overlay = _read_json(Path(args.overlay), args.overlay) if args.overlay else None
     try:
@@ -241,17 +345,27 @@ def run(args: argparse.Namespace) -> int:
                 from proof.engine import merge_overlay
 
                 doc = merge_overlay(doc, overlay)
-            report = verify_graph(doc, depth=args.depth, turns=args.turns, file=path.name)
+            report = verify_graph(
+                doc, depth=args.depth, turns=args.turns, file=path.name, strict=args.strict
+            )
         else:
+            text = _read_text(path, args.agent)
+            problems = schema_problems(text, path.name)
+            if problems:
+                raise VerifyError(problems, EXIT_FAILED)
+            given = read_agent(path, text=text)
+            check_firewall(path, given.text)
             report = verify_agent_input(
                 path,
-                read_agent(path, text=_read_text(path, args.agent)),
+                given,
                 depth=args.depth,
                 turns=args.turns,
                 overlay=overlay,
+                strict=args.strict,
             )
     except ConfigInvalid as error:
         raise VerifyError([str(p) for p in error.problems], EXIT_FAILED) from None
+
     except GraphInvalid as error:
         label = args.overlay if overlay is not None and path.suffix != ".json" else args.agent
         raise VerifyError([f"{label}: {p}" for p in error.problems]) from None

@@ -34,7 +34,16 @@ from .render_json import render_json, report_dict
 from .render_sarif import render_sarif, sarif_dict
 from .render_text import render_text
 from .report import Report
-from .rules import BY_ID, REGISTRY, RuleInfo, render_rules_reference, render_rules_table
+from .rules import (
+    BY_ID,
+    REGISTRY,
+    RuleInfo,
+    render_rule_text,
+    render_rules_reference,
+    render_rules_table,
+    rule_page_fields,
+    rule_page_path,
+)
 from .verify import (
     build_agent_graph,
     load_agent_sources,
@@ -72,7 +81,10 @@ __all__ = [
     "module_candidates",
     "prove",
     "render_json",
+    "render_rule_text",
     "render_rules_reference",
+    "rule_page_fields",
+    "rule_page_path",
     "render_rules_table",
     "render_sarif",
     "render_text",

@@ -20,7 +20,7 @@ from .advisories import SHIPPED, Advisory
 from .findings import Finding
 from .graphdoc import Graph
 from .model import REACHABLE, UNDECIDED, UNREACHABLE
-from .prove import ProofResult, WitnessStep
+from .prove import RECURSION_LIMIT, ProofResult, WitnessStep
 from .questions import argument_kinds, unbound_guards
 from .rulebook_rules import (
     RulebookFinding,
@@ -237,7 +237,7 @@ def _cycles(result: ProofResult) -> list[Finding]:
                 question.subject,
                 where,
                 f"the cycle through '{node}' calls the model or a tool, and nothing declares a "
-                f"budget: the framework's recursion limit of {result.depth} is the run's only "
+                f"budget: the framework's recursion limit of {RECURSION_LIMIT} is the run's only "
                 "ceiling",
                 result.cycle_witnesses.get(index, []),
                 agent=agent or "",

@@ -34,7 +34,9 @@ from .model import REACHABLE, UNDECIDED, Answer, Model, build_model
 from .questions import Questions, ask
 from .search import SearchResult, search
 
-DEFAULT_DEPTH = 60
+#: The framework's recursion limit: a run's step limit when agent.yaml declares no `budget.run`.
+RECURSION_LIMIT = 60
+DEFAULT_DEPTH = RECURSION_LIMIT
 DEFAULT_TURNS = 3
 DEFAULT_MAX_STATES = 500_000
 #: The version of the prover's semantics; part of every cache key.

@@ -21,7 +21,10 @@ What each rule asks (T a tool, S an earlier tool, h' the state of the move):
 - QG014: an edge into T breaking one of its order rules;
 - QG015: the undeclared edge itself; QG016: an edge into a team's step with no routes;
 - QG017 / QG018: an edge into T (an argument declared code / query or destination), chosen by a
-  model or a team's step, not from a person's yes nor, for a write, from its check;
+  model or a team's step, not from a person's yes nor, for a write, from its check; a `url`
+  argument the tool check reads as a host, in a tool not declared `sends_out`, is not asked for
+  QG018 while the `destinations` check is on: its step 4 refuses every destination in it, so the
+  call with a model's URL never runs (`runtime_holds_destination`);
 - QG019: an edge into a tool that sends out, not from a yes, after a confidential tool ran,
   chosen by a model or a team's step;
 - QG020: an edge into a tool reading a multi-tenant store without `bound_to_user`;
@@ -42,6 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from guard.engine.checks import switched_on
+from guard.engine.kinds import SENDS_OUT
 from guard.engine.tool_checks import ValueFrom
 
 from .conditions import facts_read
@@ -112,6 +117,19 @@ def argument_kinds(graph: Graph) -> dict[str, dict[str, str]]:
     for name, args in graph.declarations.arguments.items():
         out.setdefault(name, {}).update(args)
     return out
+
+
+def runtime_holds_destination(graph: Graph, tool: str, argument: str, kind: str) -> bool:
+    """Whether the tool check refuses every destination the model could write in this argument:
+    a `url` argument it reads as a host (by its name or its schema's `format`), in a tool not
+    declared `sends_out`, with the `destinations` check (step 4, `undeclared_destination`) on."""
+    found = graph.catalogue.tools[tool]
+    return (
+        kind == "url"
+        and found.kind != SENDS_OUT
+        and argument in found.arguments.host_arguments
+        and "destinations" in switched_on(graph.settings.checks)
+    )
 
 
 def shared_arguments(graph: Graph, a: str, b: str) -> list[str]:
@@ -518,7 +536,11 @@ def ask(graph: Graph) -> Questions:
     for name, args in sorted(kinds.items()):
         write = catalogue.tools[name].is_write
         for rule, family in (("QG017", CODE_KINDS), ("QG018", QUERY_KINDS)):
-            chosen = sorted(a for a, k in args.items() if k in family)
+            chosen = sorted(
+                a
+                for a, k in args.items()
+                if k in family and not runtime_holds_destination(graph, name, a, k)
+            )
             if not chosen:
                 continue
             cube = Cube(chooser=MODEL_CHOSEN)

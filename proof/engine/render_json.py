@@ -1,7 +1,8 @@
 """The JSON renderer: the findings document, every field of the report, nothing timed.
 
 Its shape (`stalwart-verify/1`) names what a clean proof holds to -- the depth and the number of
-turns -- and the graph it was proved on (its digest), so a result can be tied to what ran.
+turns, against the run's own step limit -- and the graph it was proved on (its digest), so a
+result can be tied to what ran.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         "proof": {
             "depth": report.depth,
             "turns": report.turns,
+            "step_limit": report.step_limit,
+            "below_step_limit": report.below_step_limit,
             "graph": report.graph_digest,
             "nodes": report.nodes,
             "edges": report.edges,
@@ -51,6 +54,8 @@ def report_dict(report: Report) -> dict[str, Any]:
             "warnings": len(report.warnings),
             "undecided": len(report.undecided),
             "stops_agent": report.stops_agent,
+            "strict": report.strict,
+            "fails_on_depth": report.fails_on_depth,
         },
     }
 

@@ -1,11 +1,13 @@
 """The SARIF 2.1.0 renderer, for code scanning: one run, the rules, a result per finding.
 
 Every QG rule of the registry is a reporting descriptor (its title, what it proves, its fix as
-help, its OWASP tags and type as properties); so are the code checks and the runtime's lints
+help, its page in the console as `helpUri`, its OWASP tags and type as properties); so are the code checks and the runtime's lints
 that appear. A finding that fails the gate is an `error`, a warning a `warning`, a lint or a code
 check a `note`. A finding's place is its location; its witness is a code flow whose thread flow
 walks the path, step by step, each at the file and line the step came from. Each result carries
-a partial fingerprint (rule, subject, message) so code scanning can follow it between runs.
+a partial fingerprint (rule, subject, message) so code scanning can follow it between runs. The
+run's properties name the depth, the turns and the run's step limit; a depth below that limit is
+a notification on the invocation (an error under `--strict`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from .codechecks import RULES as CODE_RULES
 from .findings import Finding
 from .report import Report
-from .rules import REGISTRY
+from .rules import REGISTRY, rule_page_path
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "stalwart verify"
@@ -43,8 +45,9 @@ def _fingerprint(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
-def _rule_descriptors(report: Report) -> list[dict[str, Any]]:
+def _rule_descriptors(report: Report, console: str | None) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = []
+    base = console.rstrip("/") if console else ""
     for info in REGISTRY:
         rules.append(
             {
@@ -53,6 +56,7 @@ def _rule_descriptors(report: Report) -> list[dict[str, Any]]:
                 "shortDescription": {"text": info.title},
                 "fullDescription": {"text": info.proves},
                 "help": {"text": info.fix},
+                "helpUri": base + rule_page_path(info.id),
                 "defaultConfiguration": {"level": "error" if info.fails_gate else "warning"},
                 "properties": {
                     "tags": [info.type, *info.owasp],
@@ -117,9 +121,29 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     return result
 
 
-def sarif_dict(report: Report) -> dict[str, Any]:
-    """The report as a SARIF 2.1.0 log."""
-    rules = _rule_descriptors(report)
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's invocation; a depth below the run's step limit is a notification on it."""
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if report.below_step_limit:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "descriptor": {"id": "depth-below-step-limit"},
+                "level": "error" if report.strict else "warning",
+                "message": {
+                    "text": (
+                        f"the proof went to a depth of {report.depth}, below the run's step "
+                        f"limit of {report.step_limit}: nothing is proved past it"
+                    )
+                },
+            }
+        ]
+    return invocation
+
+
+def sarif_dict(report: Report, *, console: str | None = None) -> dict[str, Any]:
+    """The report as a SARIF 2.1.0 log; each QG rule's `helpUri` is its console page, under
+    `console` (the console's address) when given, else the path alone."""
+    rules = _rule_descriptors(report, console)
     index = {rule["id"]: position for position, rule in enumerate(rules)}
     results = [_result(finding, index) for finding in report.findings]
     for finding in report.code.findings:
@@ -159,13 +183,15 @@ def sarif_dict(report: Report) -> dict[str, Any]:
                         "rules": rules,
                     }
                 },
-                "invocations": [{"executionSuccessful": True}],
+                "invocations": [_invocation(report)],
                 "results": results,
                 "properties": {
                     "file": report.file,
                     "graph": report.graph_digest,
                     "depth": report.depth,
                     "turns": report.turns,
+                    "step_limit": report.step_limit,
+                    "strict": report.strict,
                     "gate": "passed" if report.passed else "failed",
                     "nothing_to_read": {r: s for r, s in report.nothing_to_read},
                 },
@@ -174,6 +200,6 @@ def sarif_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def render_sarif(report: Report) -> str:
-    """The SARIF log as indented JSON text."""
-    return json.dumps(sarif_dict(report), indent=2, ensure_ascii=False) + "\n"
+def render_sarif(report: Report, *, console: str | None = None) -> str:
+    """The SARIF log as indented JSON text (`console`: see `sarif_dict`)."""
+    return json.dumps(sarif_dict(report, console=console), indent=2, ensure_ascii=False) + "\n"

@@ -2,7 +2,8 @@
 
 Lines, in order: the command; the rulebook's state; the runtime's lints (as `guard.engine`
 renders them); the code checks; the findings that fail the gate, if any, each with the path
-that reaches it; the warnings; the rules with nothing to read; the gate. A finding is its rule,
+that reaches it; the warnings; the rules with nothing to read; the depth and turns the proof
+holds to (with a warning when the depth is below the run's step limit); the gate. A finding is its rule,
 severity, subject and place, then its message, its OWASP tags and its fix, indented.
 """
 
@@ -78,9 +79,37 @@ def finding_lines(finding: Finding, *, with_path: bool) -> list[str]:
     return lines
 
 
+def depth_lines(report: Report) -> list[str]:
+    """What a clean result holds to, and a warning when it stops short of the run's limit."""
+    lines = [
+        f"Proved to a depth of {report.depth} {_plural(report.depth, 'step', 'steps')} per turn "
+        f"over {report.turns} {_plural(report.turns, 'turn', 'turns')}; the run's step limit is "
+        f"{report.step_limit}."
+    ]
+    if report.below_step_limit:
+        consequence = (
+            "under --strict this fails the gate."
+            if report.strict
+            else "with --strict this fails the gate."
+        )
+        lines.append(
+            f"Warning: the depth {report.depth} is below the run's step limit of "
+            f"{report.step_limit}: a route longer than {report.depth} "
+            f"{_plural(report.depth, 'step', 'steps')} in a turn was not searched, so nothing is "
+            f"proved past it; {consequence}"
+        )
+    return lines
+
+
 def gate_line(report: Report) -> str:
     warnings = len(report.warnings)
     undecided = len(report.undecided)
+    if report.fails_on_depth and not report.failing:
+        return (
+            f"Gate: failed. The proof went to a depth of {report.depth}, below the run's step "
+            f"limit of {report.step_limit}, and --strict asks for the whole run: verify again "
+            f"with --depth {report.step_limit}."
+        )
     if not report.passed:
         failing = report.failing
         rules = ", ".join(sorted({f.rule for f in failing}))
@@ -139,5 +168,6 @@ def render_text(report: Report) -> str:
         lines.append("Rules with nothing to read, so nothing raised:")
         lines.extend(f"  {rule}: {sentence}" for rule, sentence in report.nothing_to_read)
         lines.append("")
+    lines.extend(depth_lines(report))
     lines.append(gate_line(report))
     return "\n".join(lines) + "\n"

@@ -5,6 +5,10 @@ lints, the code checks, the findings, the rules with nothing to read, the gate -
 findings document must name besides: the depth and turns the proof holds to, the graph's digest,
 the questions' answers and the two engines' work. The gate fails when any finding's rule fails
 the gate; `stops_agent` says whether `Agent(..., verify=True)` would refuse to run.
+
+`step_limit` is the run's own step limit (agent.yaml's `budget.run`, else the framework's
+recursion limit): a proof to a smaller depth does not search every route the run can take, so
+the report warns of it (`below_step_limit`), and under `strict` the gate fails on it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ class Report:
     edges: int
     answers: dict[str, int] = field(default_factory=dict)
     engines: dict[str, Any] = field(default_factory=dict)
+    step_limit: int = 60
+    strict: bool = False
 
     @property
     def failing(self) -> list[Finding]:
@@ -57,8 +63,18 @@ class Report:
         return [f for f in self.findings if f.status == "undecided"]
 
     @property
+    def below_step_limit(self) -> bool:
+        """The proof stopped short of the run's step limit: a longer route was not searched."""
+        return self.depth < self.step_limit
+
+    @property
+    def fails_on_depth(self) -> bool:
+        """`--strict` and a depth below the run's step limit: the gate fails on the depth."""
+        return self.strict and self.below_step_limit
+
+    @property
     def passed(self) -> bool:
-        return not self.failing
+        return not self.failing and not self.fails_on_depth
 
     @property
     def stops_agent(self) -> bool:

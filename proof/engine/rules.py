@@ -6,10 +6,13 @@ whether it stops `Agent(...)` (the chapter's table, pt-BR edition), what it prov
 does not (our reading of the rule, written for its docs page), its OWASP tags as the chapter
 prints them (`LLM06:2026`, `ASI08:2026`), the fix a finding carries (a template filled with the
 finding's subject), and, for rules whose input can be absent, the sentence the report gives when
-there is nothing to read.
+there is nothing to read. `READS` says, per rule, what it reads from the agent file (agent.yaml,
+its catalogue and rulebook) and from a graph document or overlay (`--overlay`): the page of each
+rule shows it, so a user knows which declaration the proof needs to say anything.
 
-`render_rules_table()` writes the Markdown table of the docs from this registry, and
-`render_rules_reference()` a page per rule.
+`render_rules_table()` writes the Markdown table of the docs from this registry,
+`render_rules_reference()` a page per rule, and `render_rule_text()` / `rule_page_fields()` the
+page `stalwart verify --explain` prints and the console shows at `rule_page_path()`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ HOTSPOT = "Security hotspot"
 TYPES = (VULNERABILITY, BUG, HOTSPOT)
 
 SEVERITY = {VULNERABILITY: "High", BUG: "Medium", HOTSPOT: "Review"}
+
+
+class _Blanks(dict):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,19 @@ class RuleInfo:
     def severity(self) -> str:
         return SEVERITY[self.type]
 
+    @property
+    def fix_template(self) -> str:
+        """The fix as a page shows it: each blank named, `<tool>` for `{tool}`."""
+        try:
+            return self.fix.format_map(_Blanks())
+        except (KeyError, IndexError, ValueError):
+            return self.fix
+
+    @property
+    def reads(self) -> str:
+        """What the rule reads from the agent file and the graph (its page says it)."""
+        return READS[self.id]
+
     def fix_for(self, **values: str) -> str:
         """The fix text with the finding's subject filled in (`{tool}`, `{agent}`, ...)."""
         try:
@@ -61,6 +82,7 @@ class RuleInfo:
             "stops_agent": self.stops_agent,
             "proves": self.proves,
             "does_not_prove": self.does_not_prove,
+            "reads": self.reads,
             "owasp": list(self.owasp),
             "fix": self.fix,
         }
@@ -336,8 +358,12 @@ REGISTRY: tuple[RuleInfo, ...] = (
         False,
         True,
         proves="No call chosen by a model (or a team's step) with an argument declared as SQL, a "
-        "query, a path, a URL or a template runs without a person's yes.",
-        does_not_prove="Queries or destinations in arguments not declared as such.",
+        "query, a path, a URL or a template runs without a person's yes. A URL argument the tool "
+        "check reads as a host (its name or its `format` says so), in a tool not declared "
+        "`sends_out`, is held at run time: the `destinations` check refuses every destination "
+        "in it, so while that check is on the proof does not report the call as running.",
+        does_not_prove="Queries or destinations in arguments not declared as such; that a URL the "
+        "runtime lets through (a relative path, a name with no dot) is harmless.",
         owasp=("LLM05:2026", "ASI02:2026"),
         fix="Have a person confirm '{tool}', or replace `{argument}` with parameters the tool "
         "builds the query or destination from.",
@@ -498,6 +524,60 @@ REGISTRY: tuple[RuleInfo, ...] = (
     ),
 )
 
+OVERLAY = "a graph document or `--overlay`"
+#: What each rule reads, from agent.yaml (and the catalogue and rulebook it names) and from a
+#: graph document or overlay; `declarations` are only written there today (not in agent.yaml).
+READS: Mapping[str, str] = {
+    "QG001": "agents' `tools` (each becomes router, model, check and tool steps), and the team's own "
+    f"steps and edges from {OVERLAY} (`nodes`, `edges`).",
+    "QG002": "the edges out of each tool check and each person's step, the rulebook's flows and "
+    "routes with their conditions (`rulebook:`), and `settings.checks.your_rules`.",
+    "QG003": "tools' `after` rules and their `bind`, `checks` with `require`/`from` and `same`, "
+    "`facts:` with `from` and `same`, and the arguments each tool's `parameters` declare.",
+    "QG004": "the rulebook's routes and rule-sheet rows and their conditions (`rulebook:`).",
+    "QG005": "the rulebook (`rulebook:`: Colang, a rule sheet, or a compiled folder) and the "
+    "catalogue's tools.",
+    "QG006": "nothing of its own: what the two engines could not decide within `--depth`, "
+    "`--turns` and the state budget.",
+    "QG007": "the rulebook's flows: the statements that write a variable and the conditions that "
+    "read it (`rulebook:`).",
+    "QG008": "the rulebook's flows: every place they name a tool of the catalogue (`rulebook:`).",
+    "QG009": "a Colang 1.0 rulebook's `bot` lines and `define bot` messages (`rulebook:`).",
+    "QG010": "the rulebook's flows: `stop`, the conditions around each call, what starts each "
+    "flow, and agents' `tools` (`rulebook:`).",
+    "QG011": "agents' `privilege` and `hands_off_to`, and the checks' confirmations.",
+    "QG012": "tools' `reads_outside`, `kind` (a write), `requires_trust` and "
+    "`settings.checks.outside_content`, and the agents' `hands_off_to`.",
+    "QG013": "tools' `irreversible`, `undo` / `compensation` (and agent.yaml's `undo:`).",
+    "QG014": "tools' `after`, `not_after` and `at_most`, and `settings.checks.order`.",
+    "QG015": "agents' `tools` and `hands_off_to`, and from "
+    f"{OVERLAY} the team's steps' `routes` and the edges.",
+    "QG016": f"the team's own steps (`nodes` of kind `opaque`) and their `routes`, from {OVERLAY}.",
+    "QG017": "arguments declared as `code` or `shell`: the JSON Schema of a tool's `parameters` "
+    "(`format: python`, `bash`, ..., `contentMediaType: text/x-python`, ...), or `declarations.arguments` from {OVERLAY}.",
+    "QG018": "arguments declared as `sql`, `query`, `path`, `url` or `template`: the JSON Schema "
+    "of a tool's `parameters` (`format: uri`, `uri-reference`, ..., `contentMediaType: "
+    f"application/sql`, ...), or `declarations.arguments` from {OVERLAY}.",
+    "QG019": f"`declarations.tools.<tool>.confidential` from {OVERLAY}, and tools' `kind`.",
+    "QG020": "`declarations.stores.<store>.multi_tenant` and `declarations.tools.<tool>` "
+    f"`reads_store` / `bound_to_user`, from {OVERLAY}.",
+    "QG021": "`declarations.stores.<store>.persistent` and `declarations.tools.<tool>` "
+    f"`writes_store` / `reads_store`, from {OVERLAY}, and tools' `reads_outside`.",
+    "QG022": "the rulebook's flows and imports (`rulebook:`), against the advisories the engine "
+    "ships and any given.",
+    "QG023": "`budget:` (`run`, `agents`) in agent.yaml, and edges' `exit_after` / `budget` "
+    f"from {OVERLAY}.",
+    "QG101": "tools' `kind` (a write), their `after` / `not_after` / `at_most`, `checks`, and the "
+    "rulebook's conditions.",
+    "QG104": "tools' `kind`, the arguments their `parameters` declare, and the rules each carries.",
+    "QG105": "tools' `kind`, `undo` / `compensation` and `irreversible` (and agent.yaml's "
+    "`undo:`).",
+    "QG106": "`declarations.tools.<tool>` `source` / `server` / `pin` and `declarations.modules`, "
+    f"from {OVERLAY}.",
+    "QG107": f"`declarations.agents.<agent>` (a remote channel and its `auth`), from {OVERLAY}.",
+    "QG312": "nothing of its own: the answers of the two engines to every other rule's questions.",
+}
+
 BY_ID: Mapping[str, RuleInfo] = {rule.id: rule for rule in REGISTRY}
 IDS: tuple[str, ...] = tuple(rule.id for rule in REGISTRY)
 
@@ -529,6 +609,38 @@ def render_rules_table(registry: Iterable[RuleInfo] = REGISTRY) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Where the console shows a rule's page (SARIF's `helpUri`, the CLI's `--explain` name it).
+RULE_PAGE = "/proofs/rules/{id}"
+
+
+def rule_page_path(rule_id: str) -> str:
+    """The console path of a rule's page (`/proofs/rules/QG011`)."""
+    return RULE_PAGE.format(id=rule_id)
+
+
+def rule_page_fields(info: RuleInfo) -> list[tuple[str, str]]:
+    """A rule's page, as (heading, text) pairs: the one content `--explain` and the console show."""
+    return [
+        ("Type", f"{info.type}, severity {info.severity}"),
+        ("Fails the gate", _yes(info.fails_gate)),
+        ("Stops Agent(...)", _yes(info.stops_agent)),
+        ("OWASP", ", ".join(info.owasp) if info.owasp else "none"),
+        ("Proves", info.proves),
+        ("Does not prove", info.does_not_prove),
+        ("Reads", info.reads),
+        ("Fix", info.fix_template),
+    ]
+
+
+def render_rule_text(info: RuleInfo) -> str:
+    """A rule's page as text: what `stalwart verify --explain QG011` prints."""
+    lines = [f"{info.id} {info.title}", ""]
+    for heading, text in rule_page_fields(info):
+        lines.append(f"{heading}: {text}")
+    lines.extend(["", f"Console: {rule_page_path(info.id)}"])
+    return "\n".join(lines) + "\n"
+
+
 def render_rules_reference(registry: Iterable[RuleInfo] = REGISTRY) -> str:
     """A Markdown section per rule: what it proves, what it does not, its tags and its fix."""
     parts: list[str] = []
@@ -540,6 +652,7 @@ def render_rules_reference(registry: Iterable[RuleInfo] = REGISTRY) -> str:
             f"stops `Agent(...)`: {_yes(info.stops_agent)}. OWASP: {tags}.\n\n"
             f"**Proves.** {info.proves}\n\n"
             f"**Does not prove.** {info.does_not_prove}\n\n"
+            f"**Reads.** {info.reads}\n\n"
             f"**Fix.** {info.fix}\n"
         )
     return "\n".join(parts)

@@ -1,6 +1,6 @@
 """`stalwart verify` as a function: an agent file and the files it names, to a report.
 
-`verify_agent_file(text, files=..., depth=60, turns=3)` reads agent.yaml's text; the files it
+`verify_agent_file(text, files=..., depth=60, turns=3, strict=False)` reads agent.yaml's text; the files it
 names come in `files`, as text, keyed by their path relative to agent.yaml (the CLI reads them):
 the rulebook (`policy.co`, a rule sheet, or an already compiled record as a mapping, e.g. read
 from a `stalwart rules compile` folder) and each tools module (`python: shop.tools`), found by
@@ -10,7 +10,9 @@ module's `TOOLS` is read from its source (`pysource`).
 It lints the catalogue (the runtime's own lints), runs the code checks over every file given,
 compiles the rulebook (a rulebook that does not compile is a QG005 finding, not an error),
 builds the graph (`build`), merges the overlay of the team's own steps and declarations when one
-is given, proves it (`prove`, cached by digest), hunts (`hunt`) and returns the `Report`.
+is given, proves it (`prove`, cached by digest), hunts (`hunt`) and returns the `Report`. The report names the run's step limit -- `budget.run`,
+else the framework's recursion limit -- so that a depth below it is told, and, when `strict`,
+fails the gate.
 
 An agent file that cannot be read -- malformed YAML, a catalogue that does not load, a file it
 names that was not given, a module whose `TOOLS` cannot be read without running it -- raises
@@ -44,6 +46,7 @@ from .prove import (
     DEFAULT_DEPTH,
     DEFAULT_MAX_STATES,
     DEFAULT_TURNS,
+    RECURSION_LIMIT,
     Progress,
     ProofCache,
     prove,
@@ -308,6 +311,7 @@ def _report(
     max_states: int,
     cache: ProofCache | None,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Report:
     result = prove(
         graph, depth=depth, turns=turns, max_states=max_states, cache=cache, progress=progress
@@ -337,6 +341,8 @@ def _report(
         edges=len(graph.edges),
         answers=result.counts(),
         engines={**result.stats, "agree": not result.disagreements},
+        step_limit=graph.budget_run if graph.budget_run is not None else RECURSION_LIMIT,
+        strict=strict,
     )
 
 
@@ -353,6 +359,7 @@ def verify_agent_file(
     max_states: int = DEFAULT_MAX_STATES,
     cache: ProofCache | None = DEFAULT_CACHE,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Report:
     """Lint, compile, build, prove and hunt an agent file (see the module docstring)."""
     known = _advisories(advisories)
@@ -375,6 +382,7 @@ def verify_agent_file(
         max_states=max_states,
         cache=cache,
         progress=progress,
+        strict=strict,
     )
 
 
@@ -389,6 +397,7 @@ def verify_graph(
     max_states: int = DEFAULT_MAX_STATES,
     cache: ProofCache | None = DEFAULT_CACHE,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Report:
     """Prove and hunt a `qls-graph/1` document given whole (`GraphInvalid` when it is not one).
 
@@ -407,4 +416,5 @@ def verify_graph(
         max_states=max_states,
         cache=cache,
         progress=progress,
+        strict=strict,
     )

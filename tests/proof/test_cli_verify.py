@@ -151,3 +151,98 @@ def test_the_command_plugs_into_stalwart_as_a_group(capsys, monkeypatch) -> None
     assert cli.main(["verify", str(SHOP / "agent.yaml"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["gate"]["passed"] is True
     assert cli.main(["verify", "--depth", "-1", str(SHOP / "agent.yaml")]) == 2
+
+
+def _shallow(tmp_path):
+    shutil.copytree(CORPUS / "qg014_fires", tmp_path / "agent")
+    return str(tmp_path / "agent" / "agent.yaml")
+
+
+def test_every_text_report_says_the_depth_and_turns_it_proved_to(capsys) -> None:
+    code, out, _ = _run(capsys, str(SHOP / "agent.yaml"))
+    assert code == 0
+    assert "Proved to a depth of 60 steps per turn over 3 turns; the run's step limit is 60." in out
+    assert "Warning: the depth" not in out
+
+
+def test_a_depth_below_the_step_limit_is_a_warning_in_every_format(capsys, tmp_path) -> None:
+    agent = _shallow(tmp_path)
+    code, out, _ = _run(capsys, agent, "--depth", "2")
+    assert code == 0
+    assert "Proved to a depth of 2 steps per turn over 3 turns" in out
+    assert "Warning: the depth 2 is below the run's step limit of 60" in out
+    _, out, _ = _run(capsys, agent, "--depth", "2", "--format", "json")
+    data = json.loads(out)
+    assert data["proof"]["depth"] == 2 and data["proof"]["step_limit"] == 60
+    assert data["proof"]["below_step_limit"] is True
+    assert data["gate"]["passed"] is True and data["gate"]["fails_on_depth"] is False
+    _, out, _ = _run(capsys, agent, "--depth", "2", "--format", "sarif")
+    run = json.loads(out)["runs"][0]
+    assert (run["properties"]["depth"], run["properties"]["step_limit"]) == (2, 60)
+    (notice,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert notice["level"] == "warning"
+    assert "below the run's step limit of 60" in notice["message"]["text"]
+
+
+def test_under_strict_a_depth_below_the_step_limit_fails_the_gate(capsys, tmp_path) -> None:
+    agent = _shallow(tmp_path)
+    code, out, _ = _run(capsys, agent, "--depth", "2", "--strict")
+    assert code == 1
+    assert "Gate: failed. The proof went to a depth of 2, below the run's step limit of 60" in out
+    code, out, _ = _run(capsys, agent, "--depth", "2", "--strict", "--format", "json")
+    assert code == 1 and json.loads(out)["gate"]["fails_on_depth"] is True
+
+
+def test_under_strict_the_full_depth_gates_on_the_findings_alone(capsys) -> None:
+    code, out, _ = _run(capsys, str(SHOP / "agent.yaml"), "--strict")
+    assert code == 0 and "Gate: passed." in out
+
+
+def test_the_step_limit_is_the_declared_run_budget(capsys, tmp_path) -> None:
+    shutil.copytree(SHOP, tmp_path / "shop")
+    agent = tmp_path / "shop" / "agent.yaml"
+    agent.write_text(agent.read_text() + "budget: {run: 12}\n")
+    code, out, _ = _run(capsys, str(agent), "--depth", "12", "--strict")
+    assert code == 0 and "the run's step limit is 12." in out
+    code, out, _ = _run(capsys, str(agent), "--depth", "11", "--strict")
+    assert code == 1 and "below the run's step limit of 12" in out
+
+
+def _with_firewall(tmp_path, policy: str | None):
+    shutil.copytree(SHOP, tmp_path / "shop")
+    agent = tmp_path / "shop" / "agent.yaml"
+    agent.write_text(agent.read_text() + "firewall: ./firewall.json\n")
+    if policy is not None:
+        (tmp_path / "shop" / "firewall.json").write_text(policy, encoding="utf-8")
+    line = agent.read_text().splitlines().index("firewall: ./firewall.json") + 1
+    return str(agent), line
+
+
+def test_a_firewall_file_that_is_missing_is_invalid_input_naming_the_key_and_its_line(
+    capsys, tmp_path
+) -> None:
+    agent, line = _with_firewall(tmp_path, None)
+    code, out, err = _run(capsys, agent)
+    assert code == 1 and out == ""
+    assert err == (
+        f"stalwart verify: error: agent.yaml:{line}: firewall: the policy `./firewall.json` "
+        "does not exist\n"
+    )
+
+
+@pytest.mark.parametrize("policy", ["{not json", json.dumps({"rules": "all of them"})])
+def test_a_firewall_file_that_is_not_a_policy_is_invalid_input_naming_the_key_and_its_line(
+    capsys, tmp_path, policy: str
+) -> None:
+    agent, line = _with_firewall(tmp_path, policy)
+    code, out, err = _run(capsys, agent)
+    assert code == 1 and out == ""
+    assert err.startswith(f"stalwart verify: error: agent.yaml:{line}: firewall: ")
+    assert "Traceback" not in err
+
+
+def test_a_firewall_file_that_compiles_is_verified_as_before(capsys, tmp_path) -> None:
+    policy = {"name": "shop", "default_verdict": "allow", "rules": []}
+    agent, _ = _with_firewall(tmp_path, json.dumps(policy))
+    code, out, _ = _run(capsys, agent)
+    assert code == 0 and "Gate: passed." in out

@@ -62,7 +62,10 @@ def test_json_document_names_the_depth_turns_and_graph_it_holds_to() -> None:
         "warnings": 2,
         "undecided": 0,
         "stops_agent": False,
+        "strict": False,
+        "fails_on_depth": False,
     }
+    assert data["proof"]["step_limit"] == 60 and data["proof"]["below_step_limit"] is False
     assert [f["rule"] for f in data["findings"]] == ["QG023", "QG105"]
     assert data["findings"][1]["witness"][-1]["at"] == "agent.yaml:10"
 

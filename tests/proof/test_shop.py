@@ -2,7 +2,9 @@
 
 The expected lines are the chapter's own output (pt-BR edition, which stands). Two lines differ
 by our data, and are compared by shape: the shop of this repository has three files for the
-code checks to read, not four, and our code-check rule set has its own digest.
+code checks to read, not four, and our code-check rule set has its own digest. One line is
+ours alone: the depth and turns the proof held to, just above the gate (the chapter's "a clean
+proof holds to the depth it declares" asks the report to declare it; issue 21).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ QG106: no tool declares a source or a server, and the catalogue declares no modu
 QG107: no agent in the catalogue declares a remote channel
 Gate: passed. Nothing blocks this agent: the 2 warnings above are for you to look at and weigh.
 """
+DEPTH_LINE = "Proved to a depth of 60 steps per turn over 3 turns; the run's step limit is 60."
 CODE_CHECKS = re.compile(r"^Code checks: no finding in (\d+) file\(s\) \(rules ([0-9a-f]{12})\)\.$")
 
 
@@ -52,6 +55,8 @@ def _lines(text: str) -> list[str]:
 
 def test_shop_report_matches_the_chapter_line_for_line(shop_report) -> None:
     ours, chapter = _lines(render_text(shop_report)), _lines(CHAPTER)
+    assert ours[-2] == DEPTH_LINE
+    del ours[-2]
     assert len(ours) == len(chapter)
     for mine, theirs in zip(ours, chapter, strict=True):
         if theirs.startswith("Code checks:"):

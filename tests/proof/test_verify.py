@@ -94,7 +94,7 @@ def test_a_tools_module_that_must_run_to_give_its_tools_is_refused() -> None:
 
 def test_a_malformed_budget_is_refused() -> None:
     problems = _problems(SHOP_TEXT + "budget: {run: 0}\n", shop_files())
-    assert problems == ["agent.yaml:17: budget.run: must be a whole number of steps, 1 or more"]
+    assert problems == ["agent.yaml:18: budget.run: must be a whole number of steps, 1 or more"]
 
 
 def test_a_budget_for_the_run_bounds_the_desks_loop() -> None:
