@@ -97,19 +97,47 @@ def _digest(data: Any) -> str:
 # Built tool checks, per process, keyed by the content they were built from: the organisation
 # (its signing key), the digests of the catalogue and the rulebook record, and the settings. A
 # catalogue is loaded, and every tool's schema checked, once per content, whichever sessions
-# carry it; a session's catalogue never changes, so its digest is remembered by its public id.
+# carry it. A session's catalogue and rulebook never change, so their digests are remembered by
+# its public id, and a check whose tool check is built does not read them from the row at all.
 _CHECKS_SIZE = 256
+_DIGESTS_SIZE = 20_000
 _built: OrderedDict[tuple, engine.ToolCheck] = OrderedDict()
-_digests: OrderedDict[str, str] = OrderedDict()
+_digests: OrderedDict[str, tuple[str, str]] = OrderedDict()
 _checks_lock = threading.Lock()
+# The engine settings each organisation's last check read, to tell whether a check is built.
+_last_settings: dict[int, dict[str, Any]] = {}
 
 
-def _remember(table: OrderedDict, key: Any, value: Any) -> None:
+def _remember(table: OrderedDict, key: Any, value: Any, size: int) -> None:
     with _checks_lock:
         table[key] = value
         table.move_to_end(key)
-        while len(table) > _CHECKS_SIZE:
+        while len(table) > size:
             table.popitem(last=False)
+
+
+def _content_digests(session: GuardSession) -> tuple[str, str]:
+    public_id = str(session.public_id)
+    with _checks_lock:
+        digests = _digests.get(public_id)
+    if digests is None:
+        rulebook = session.rulebook
+        digests = (_digest(session.catalogue), _digest(rulebook) if rulebook else "")
+        _remember(_digests, public_id, digests, _DIGESTS_SIZE)
+    return digests
+
+
+def _built_key(session: GuardSession, settings: dict[str, Any]) -> tuple:
+    return (session.organisation_id, *_content_digests(session), tuple(sorted(settings.items())))
+
+
+def _is_built(public_id: str, organisation_id: int, settings: dict[str, Any] | None) -> bool:
+    """Whether the session's tool check is built here (then its catalogue need not be read)."""
+    with _checks_lock:
+        digests = _digests.get(public_id)
+        if digests is None or settings is None:
+            return False
+        return (organisation_id, *digests, tuple(sorted(settings.items()))) in _built
 
 
 def _tool_check(
@@ -118,18 +146,7 @@ def _tool_check(
     """The session's tool check, built once per content and shared (`settings`: already read)."""
     if settings is None:
         settings = engine_settings(session.organisation_id)
-    public_id = str(session.public_id)
-    with _checks_lock:
-        catalogue_digest = _digests.get(public_id)
-    if catalogue_digest is None:
-        catalogue_digest = _digest(session.catalogue)
-        _remember(_digests, public_id, catalogue_digest)
-    key = (
-        session.organisation_id,
-        catalogue_digest,
-        _digest(session.rulebook) if session.rulebook else "",
-        tuple(sorted(settings.items())),
-    )
+    key = _built_key(session, settings)
     with _checks_lock:
         check = _built.get(key)
         if check is not None:
@@ -141,7 +158,7 @@ def _tool_check(
         rulebook=session.rulebook,
         settings=settings,
     )
-    _remember(_built, key, check)
+    _remember(_built, key, check, _CHECKS_SIZE)
     return check
 
 
@@ -292,19 +309,24 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     require(actor, "guard.check")
     call = _call(session, data)
     # One statement reads the session (locked), its organisation's settings, and the switch and
-    # hold that apply to this call.
-    session = (
-        _control_flags(
-            GuardSession.objects.select_for_update(of=("self",)).select_related(
-                "organisation__settings"
-            ),
-            organisation_id=actor.organisation.pk,
-            agent=session.agent,
-            session=str(session.public_id),
-            tool=str(call.get("tool") or ""),
-        )
+    # hold that apply to this call; the catalogue and rulebook only when no tool check is built
+    # from them yet (with the settings last seen for the organisation; if those changed, the
+    # deferred fields are read once more).
+    rows = GuardSession.objects.select_for_update(of=("self",)).select_related(
+        "organisation__settings"
+    )
+    public_id = str(session.public_id)
+    if _is_built(public_id, actor.organisation.pk, _last_settings.get(actor.organisation.pk)):
+        rows = rows.defer("catalogue", "rulebook")
+    session = _control_flags(
+        rows,
+        organisation_id=actor.organisation.pk,
+        agent=session.agent,
+        session=public_id,
+        tool=str(call.get("tool") or ""),
     ).get(pk=session.pk)
     settings = _settings_of(getattr(session.organisation, "settings", None))
+    _last_settings[actor.organisation.pk] = settings
     check = _tool_check(session, settings=settings)
     try:
         decision = check.check(

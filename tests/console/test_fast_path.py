@@ -175,3 +175,13 @@ def test_a_catalogue_is_loaded_once_per_content_whichever_sessions_carry_it(api,
     for session in sessions * 2:
         api(f"/v1/sessions/{session}/check", {"tool": "get_order", "arguments": {"order_id": "1"}})
     assert len(loads) == 1
+
+
+def test_whoami_answers_who_the_key_acts_as_without_a_statement(api, key):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    client.get("/v1/whoami")
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.get("/v1/whoami")
+    assert answer.status_code == 200
+    assert answer.json()["organisation"] == "acme" and answer.json()["role"] == "editor"
+    assert queries.captured_queries == []
