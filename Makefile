@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
 .PHONY: screenshots run test install nemo-env lint check-deploy test-package test-sqlite test-postgres
-.PHONY: soak-broker bench mutation fuzz clean
+.PHONY: soak-broker bench bench-http mutation fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ bench: install
 	$(PY) -m benchmarks.sequences
 	$(PY) -m benchmarks.rulebooks
 	$(PY) -m benchmarks.toolcheck
+
+# The decision endpoints over HTTP under gunicorn, beside GET /v1/whoami (PostgreSQL and Redis):
+# BENCH_DATABASE_URL (a database it drops and creates) and BENCH_REDIS_URL (a db it flushes).
+bench-http: install
+	$(PY) -m benchmarks.http
 
 # mutmut over the tool-check engine (and the executor's rules in guard/engine/execution.py), then
 # each of the executor's controls removed in turn (scripts/mutation_controls.py).

@@ -226,6 +226,7 @@ def api_key_revoke(*, actor: Actor, key: ApiKey) -> ApiKey:
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
+        api_key_forget(key.prefix)
         audit_record(
             actor=actor,
             action="api_key.revoke",
@@ -236,17 +237,115 @@ def api_key_revoke(*, actor: Actor, key: ApiKey) -> ApiKey:
     return key
 
 
-def api_key_authenticate(plain: str) -> ApiKey | None:
-    """The active key whose hash matches `plain`, or None."""
+def _key_entry(prefix: str) -> str:
+    return f"stalwart:api-key:{prefix}"
+
+
+def _key_revoked(prefix: str) -> str:
+    return f"stalwart:api-key-revoked:{prefix}"
+
+
+def _key_used(prefix: str) -> str:
+    return f"stalwart:api-key-used:{prefix}"
+
+
+def api_key_forget(prefix: str) -> None:
+    """Drop a key from the authentication cache, so that its next request reads the database.
+
+    A revocation marker is set as well, for as long as an entry could live: a request that read
+    the key before the revocation committed cannot put it back into use by caching it after.
+    The entry is dropped again once the transaction commits, for the same reason.
+    """
+    from django.conf import settings
+    from django.core.cache import cache
+
+    ttl = int(settings.STALWART_API_KEY_CACHE_SECONDS)
+    if ttl <= 0:
+        return
+    cache.set(_key_revoked(prefix), 1, timeout=ttl)
+    cache.delete(_key_entry(prefix))
+    transaction.on_commit(lambda: cache.delete(_key_entry(prefix)))
+
+
+def _key_prefix(plain: str) -> str:
+    return plain[len(API_KEY_PREFIX) :].split("_", 1)[0]
+
+
+def api_key_cache_keys(plain: str) -> list[str]:
+    """The cache entries `api_key_authenticate` reads for `plain` (none while caching is off).
+
+    The caller may read them in the same round trip as its own and pass them as `cached`.
+    """
+    from django.conf import settings
+
+    if int(settings.STALWART_API_KEY_CACHE_SECONDS) <= 0 or not plain.startswith(API_KEY_PREFIX):
+        return []
+    prefix = _key_prefix(plain)
+    return [_key_entry(prefix), _key_revoked(prefix)]
+
+
+def _key_lookup(prefix: str, cached: dict[str, Any] | None) -> ApiKey | None:
+    """The key of `prefix` with its organisation: from the cache, else from the database."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    ttl = int(settings.STALWART_API_KEY_CACHE_SECONDS)
+    if ttl <= 0:
+        return ApiKey.objects.select_related("organisation").filter(prefix=prefix).first()
+    entry, revoked = _key_entry(prefix), _key_revoked(prefix)
+    found = cached if cached is not None else cache.get_many([entry, revoked])
+    if revoked in found:
+        return None
+    key = found.get(entry)
+    if isinstance(key, ApiKey):
+        return key
+    key = ApiKey.objects.select_related("organisation").filter(prefix=prefix).first()
+    if key is not None and key.revoked_at is None:
+        cache.set(entry, key, timeout=ttl)
+    return key
+
+
+# When this process last asked whether a key's use is due to be written, per key prefix: the
+# shared cache decides among processes, and this spares it a round trip on every request.
+_used_asked: dict[str, float] = {}
+
+
+def _key_used_now(key: ApiKey) -> None:
+    """Write when the key was last used, at most once per `STALWART_API_KEY_LAST_USED_SECONDS`."""
+    import time
+
+    from django.conf import settings
+    from django.core.cache import cache
+
+    every = int(settings.STALWART_API_KEY_LAST_USED_SECONDS)
+    if every > 0:
+        now = time.monotonic()
+        if now - _used_asked.get(key.prefix, -every) < every:
+            return
+        if len(_used_asked) > 10_000:
+            _used_asked.clear()
+        _used_asked[key.prefix] = now
+        if not cache.add(_key_used(key.prefix), 1, timeout=every):
+            return
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+
+
+def api_key_authenticate(plain: str, *, cached: dict[str, Any] | None = None) -> ApiKey | None:
+    """The active key whose hash matches `plain`, or None.
+
+    The key row is read from the shared cache (Redis) for `STALWART_API_KEY_CACHE_SECONDS`; a
+    revocation drops it there at once (`api_key_forget`), so a revoked key fails its next request.
+    `cached` holds the entries of `api_key_cache_keys`, when the caller has read them already.
+    """
     if not plain.startswith(API_KEY_PREFIX):
         return None
-    prefix = plain[len(API_KEY_PREFIX) :].split("_", 1)[0]
-    key = ApiKey.objects.select_related("organisation").filter(prefix=prefix).first()
+    prefix = _key_prefix(plain)
+    key = _key_lookup(prefix, cached)
     if key is None or key.revoked_at is not None:
         return None
     if not hmac.compare_digest(key.key_hash, _hash_key(plain)):
         return None
-    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+    _key_used_now(key)
     return key
 
 

@@ -103,6 +103,11 @@ def sequence_rules(organisation_id: int) -> RuleSet:
     policy = Policy.objects.filter(organisation_id=organisation_id, active=True).first()
     if policy is None:
         return _NO_RULES
+    return sequence_rules_of(policy)
+
+
+def sequence_rules_of(policy: Policy) -> RuleSet:
+    """The enabled sequence rules of `policy` as read (its `version` keys the cache)."""
     key = str(policy.version)
     with _rules_lock:
         hit = _rules_cache.get(key)

@@ -21,13 +21,21 @@ def policy_json(policy: Policy) -> dict:
     }
 
 
-def compiled_for(policy: Policy) -> engine.CompiledPolicy:
+def compiled_for(policy: Policy, *, fresh: bool = False) -> engine.CompiledPolicy:
     """The compiled form of the policy at its current version.
+
+    The cache is keyed by the policy's `version`, which every change to it or its rules replaces,
+    so a change is compiled once, on the first request that reads the new version. `fresh` says
+    the row was read in this transaction (its version is current); otherwise the version is read
+    again, since a caller may hold the policy from before a change.
 
     Every stored rule passed the validator, so compiling cannot fail on content the console wrote;
     if it ever does (a rule edited behind the ORM's back), the error propagates and nothing decides.
     """
-    version = Policy.objects.filter(pk=policy.pk).values_list("version", flat=True).first()
+    if fresh:
+        version = policy.version
+    else:
+        version = Policy.objects.filter(pk=policy.pk).values_list("version", flat=True).first()
     key = str(version)
     with _lock:
         hit = _cache.get(key)

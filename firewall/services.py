@@ -22,12 +22,12 @@ from django.utils import timezone
 
 from console import audit
 from console.access import Actor, require
-from console.models import SessionHold, ToolSwitch
+from console.models import Organisation, SessionHold, ToolSwitch
 from console.services import audit_record, event_record
 from console.tracing import decision_span
 from firewall import engine
 from firewall.engine.names import name_key
-from firewall.matching import sequence_rules
+from firewall.matching import sequence_rules, sequence_rules_of
 from firewall.models import Policy, Rule, RuleMatchCount
 from firewall.runtime import compiled_for, policy_json
 
@@ -401,6 +401,68 @@ def active_policy(*, organisation) -> Policy | None:  # noqa: ANN001
     return Policy.objects.filter(organisation=organisation, active=True).first()
 
 
+def _call_controls(actor: Actor, call: dict[str, Any], rows: Any) -> Any:
+    """`rows`, each with the tool switch and the session hold that apply to the call."""
+    from guard.services import _control_flags
+
+    return _control_flags(
+        rows,
+        organisation_id=actor.organisation.pk,
+        agent=str(call.get("agent", "")),
+        session=str(call.get("session", "")),
+        tool=str(call.get("tool", "")),
+    )
+
+
+def _active_sql() -> str:
+    """The steady path's one statement, written out: the ORM took longer to build it than the
+    database took to answer it. The same conditions as `guard.services._control_flags`."""
+    switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
+    return (
+        f"SELECT p.*, "
+        f"EXISTS (SELECT 1 FROM {switch} s WHERE s.organisation_id = %s AND s.agent = %s"
+        f" AND s.tool = %s AND s.enabled_at IS NULL) AS tool_switched, "
+        f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent = %s"
+        f" AND h.session = %s AND h.session <> '' AND h.released_at IS NULL) AS session_held "
+        f"FROM {Policy._meta.db_table} p WHERE p.organisation_id = %s AND p.active LIMIT 1"
+    )
+
+
+def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
+    """The active policy, with the call's `tool_switched` and `session_held`, in one statement."""
+    organisation_id, agent = actor.organisation.pk, name_key(str(call.get("agent", "")))
+    params = [
+        organisation_id,
+        agent,
+        name_key(str(call.get("tool", ""))),
+        organisation_id,
+        agent,
+        str(call.get("session", "")),
+        organisation_id,
+    ]
+    return next(iter(Policy.objects.raw(_active_sql(), params)), None)
+
+
+def _policy_and_controls(
+    actor: Actor, call: dict[str, Any], policy: Policy | None
+) -> tuple[Policy | None, tuple[bool, bool]]:
+    """The deciding policy (the active one unless given) and the call's switch and hold.
+
+    On the steady path (the active policy) this is one statement: the policy row, its version
+    (which keys the compiled copy) and both controls.
+    """
+    if policy is None:
+        found = _active_with_controls(actor, call)
+        if found is not None:
+            return found, (bool(found.tool_switched), bool(found.session_held))
+    flags = (
+        _call_controls(actor, call, Organisation.objects.filter(pk=actor.organisation.pk))
+        .values_list("tool_switched", "session_held")
+        .get()
+    )
+    return policy, flags
+
+
 def _kind(actor: Actor, call: dict[str, Any]) -> str:
     """The kind of the called tool, never what the call declares.
 
@@ -423,29 +485,20 @@ def _kind(actor: Actor, call: dict[str, Any]) -> str:
     return "write" if known is None else known.kind
 
 
-def _controls(actor: Actor, call: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+def _controls(
+    actor: Actor, call: dict[str, Any], result: dict[str, Any], flags: tuple[bool, bool]
+) -> dict[str, Any]:
     """Apply what sequence alerts switched on: a tool off for the agent, a session on hold.
 
     Both only make the answer stricter. Agent and tool names are compared in their normal form
     (`Desk` is `desk`). A held session sends every call that is not a read to a person; whether a
-    tool reads is the catalogue's word (`_kind`), never the call's `kind`.
+    tool reads is the catalogue's word (`_kind`), never the call's `kind`. `flags` are the switch
+    and the hold as read with the policy (`_policy_and_controls`).
     """
-    agent, session = name_key(call.get("agent", "")), str(call.get("session", ""))
-    if ToolSwitch.objects.filter(
-        organisation=actor.organisation,
-        agent=agent,
-        tool=name_key(call.get("tool", "")),
-        enabled_at=None,
-    ).exists():
+    switched, held = flags
+    if switched:
         return {**_refusal(call, "tool_disabled"), "policy": result.get("policy")}
-    held = (
-        session
-        and result["decision"] == "allow"
-        and SessionHold.objects.filter(
-            organisation=actor.organisation, agent=agent, session=session, released_at=None
-        ).exists()
-    )
-    if held and _kind(actor, call) != "read":
+    if held and result["decision"] == "allow" and _kind(actor, call) != "read":
         return {
             **result,
             "verdict": "require_approval",
@@ -486,6 +539,13 @@ def _approved(
     }
 
 
+def _sequence_rules(actor: Actor, policy: Policy, *, given: bool) -> Any:
+    """The sequence rules that read this call: the active policy's, whichever policy decided."""
+    if given:
+        return sequence_rules(actor.organisation.pk)
+    return sequence_rules_of(policy)
+
+
 @decision_span("firewall")
 @transaction.atomic
 def firewall_evaluate(
@@ -504,17 +564,18 @@ def firewall_evaluate(
     an active policy nothing can decide, so the call is refused (`no_active_policy`).
     """
     require(actor, "firewall.evaluate" if record else "firewall.read")
-    policy = policy or active_policy(organisation=actor.organisation)
+    given = policy is not None
+    policy, flags = _policy_and_controls(actor, call, policy)
     if policy is None:
         result = _refusal(call, "no_active_policy")
     else:
         try:
-            result = compiled_for(policy).evaluate(call).to_dict()
+            result = compiled_for(policy, fresh=not given).evaluate(call).to_dict()
         except engine.FirewallError:
             # A stored policy that no longer compiles cannot answer: fail closed.
             result = _refusal(call, "policy_invalid")
     result["policy"] = policy.name if policy else None
-    result = _controls(actor, call, result)
+    result = _controls(actor, call, result, flags)
     result = _approved(actor, call, token, result, spend=record)
     if not record:
         return result
@@ -530,7 +591,7 @@ def firewall_evaluate(
     ]
     _count_matches(matches)
     plain_allow = result["verdict"] == "allow" and not result["shadow"]
-    if not plain_allow or (policy is not None and sequence_rules(actor.organisation.pk)):
+    if not plain_allow or (policy is not None and _sequence_rules(actor, policy, given=given)):
         event_record(
             organisation=actor.organisation,
             source="firewall",

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Exists, Value
 
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
@@ -32,17 +36,6 @@ def session_key(organisation_id: int) -> bytes:
         f"stalwart-guard:{organisation_id}".encode(),
         hashlib.sha256,
     ).digest()
-
-
-def engine_settings(organisation_id: int) -> dict[str, Any]:
-    obj = OrganisationSettings.objects.filter(organisation_id=organisation_id).first()
-    if obj is None:
-        return {}
-    return {
-        "taint_policy": obj.taint_policy,
-        "licence_valid_until": obj.licence_valid_until.isoformat(),
-        "licence_on_lapse": obj.licence_on_lapse,
-    }
 
 
 def _issues(exc: engine.CatalogueInvalid, prefix: str) -> ValidationError:
@@ -79,13 +72,94 @@ def _record_for(actor: Actor, rulebook: Any) -> dict | None:
         raise ValidationError({"rulebook": [f"{getattr(exc, 'code', 'rulebook')}: {exc}"]}) from exc
 
 
-def _tool_check(session: GuardSession) -> engine.ToolCheck:
-    return engine.ToolCheck(
+def _settings_of(obj: OrganisationSettings | None) -> dict[str, Any]:
+    if obj is None:
+        return {}
+    return {
+        "taint_policy": obj.taint_policy,
+        "licence_valid_until": obj.licence_valid_until.isoformat(),
+        "licence_on_lapse": obj.licence_on_lapse,
+    }
+
+
+def engine_settings(organisation_id: int) -> dict[str, Any]:
+    return _settings_of(
+        OrganisationSettings.objects.filter(organisation_id=organisation_id).first()
+    )
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(
+        json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+
+
+# Built tool checks, per process, keyed by the content they were built from: the organisation
+# (its signing key), the digests of the catalogue and the rulebook record, and the settings. A
+# catalogue is loaded, and every tool's schema checked, once per content, whichever sessions
+# carry it. A session's catalogue and rulebook never change, so their digests are remembered by
+# its public id, and a check whose tool check is built does not read them from the row at all.
+_CHECKS_SIZE = 256
+_DIGESTS_SIZE = 20_000
+_built: OrderedDict[tuple, engine.ToolCheck] = OrderedDict()
+_digests: OrderedDict[str, tuple[str, str]] = OrderedDict()
+_checks_lock = threading.Lock()
+# The engine settings each organisation's last check read, to tell whether a check is built.
+_last_settings: dict[int, dict[str, Any]] = {}
+
+
+def _remember(table: OrderedDict, key: Any, value: Any, size: int) -> None:
+    with _checks_lock:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > size:
+            table.popitem(last=False)
+
+
+def _content_digests(session: GuardSession) -> tuple[str, str]:
+    public_id = str(session.public_id)
+    with _checks_lock:
+        digests = _digests.get(public_id)
+    if digests is None:
+        rulebook = session.rulebook
+        digests = (_digest(session.catalogue), _digest(rulebook) if rulebook else "")
+        _remember(_digests, public_id, digests, _DIGESTS_SIZE)
+    return digests
+
+
+def _built_key(session: GuardSession, settings: dict[str, Any]) -> tuple:
+    return (session.organisation_id, *_content_digests(session), tuple(sorted(settings.items())))
+
+
+def _is_built(public_id: str, organisation_id: int, settings: dict[str, Any] | None) -> bool:
+    """Whether the session's tool check is built here (then its catalogue need not be read)."""
+    with _checks_lock:
+        digests = _digests.get(public_id)
+        if digests is None or settings is None:
+            return False
+        return (organisation_id, *digests, tuple(sorted(settings.items()))) in _built
+
+
+def _tool_check(
+    session: GuardSession, *, settings: dict[str, Any] | None = None
+) -> engine.ToolCheck:
+    """The session's tool check, built once per content and shared (`settings`: already read)."""
+    if settings is None:
+        settings = engine_settings(session.organisation_id)
+    key = _built_key(session, settings)
+    with _checks_lock:
+        check = _built.get(key)
+        if check is not None:
+            _built.move_to_end(key)
+            return check
+    check = engine.ToolCheck(
         session.catalogue,
         key=session_key(session.organisation_id),
         rulebook=session.rulebook,
-        settings=engine_settings(session.organisation_id),
+        settings=settings,
     )
+    _remember(_built, key, check, _CHECKS_SIZE)
+    return check
 
 
 def session_history(check: engine.ToolCheck, session: GuardSession) -> engine.History:
@@ -150,15 +224,30 @@ def _controls(
     check: engine.ToolCheck,
     call: dict[str, Any],
     result: dict[str, Any],
+    *,
+    flags: tuple[bool, bool] | None = None,
 ) -> dict[str, Any]:
     """What sequence alerts switched on, applied after the check: they only make it stricter.
 
     Agent and tool names are compared in their normal form (a switch set for `desk` holds for
-    `Desk`); whether the tool reads is the catalogue's word.
+    `Desk`); whether the tool reads is the catalogue's word. `flags` are the switch and the hold
+    as already read with the session (`_locked`), else they are read here.
     """
     tool = str(call.get("tool") or "")
-    key = {"organisation": actor.organisation, "agent": name_key(session.agent)}
-    if ToolSwitch.objects.filter(**key, tool=name_key(tool), enabled_at=None).exists():
+    if flags is None:
+        flags = (
+            _control_flags(
+                GuardSession.objects.filter(pk=session.pk),
+                organisation_id=actor.organisation.pk,
+                agent=session.agent,
+                session=str(session.public_id),
+                tool=tool,
+            )
+            .values_list("tool_switched", "session_held")
+            .get()
+        )
+    switched, held = flags
+    if switched:
         return {
             "decision": "refuse",
             "reasons": ["tool_disabled"],
@@ -167,12 +256,35 @@ def _controls(
         }
     known = check.catalogue.tools.get(tool)
     writes = known is None or known.kind != "read"
-    held = SessionHold.objects.filter(
-        **key, session=str(session.public_id), released_at=None
-    ).exists()
     if held and writes and result["decision"] == "allow" and "confirmed" not in result["reasons"]:
         return {**result, "decision": "confirm", "reasons": [*result["reasons"], "session_held"]}
     return result
+
+
+def _control_flags(rows: Any, *, organisation_id: int, agent: str, session: str, tool: str) -> Any:
+    """`rows` (a queryset), each with whether the tool is switched off for the agent
+    (`tool_switched`) and whether the session is held (`session_held`): read in the same query.
+
+    Agent and tool names are compared in their normal form.
+    """
+    agent = name_key(agent)
+    return rows.annotate(
+        tool_switched=Exists(
+            ToolSwitch.objects.filter(
+                organisation_id=organisation_id, agent=agent, tool=name_key(tool), enabled_at=None
+            )
+        ),
+        session_held=Exists(
+            SessionHold.objects.filter(
+                organisation_id=organisation_id,
+                agent=agent,
+                session=session,
+                released_at=None,
+            )
+        )
+        if session
+        else Value(False),
+    )
 
 
 def _secret(check: engine.ToolCheck, call: dict[str, Any]) -> frozenset[str]:
@@ -195,9 +307,27 @@ def _checks(checks: Any) -> list[str] | None:
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event."""
     require(actor, "guard.check")
-    session = GuardSession.objects.select_for_update().get(pk=session.pk)
-    check = _tool_check(session)
     call = _call(session, data)
+    # One statement reads the session (locked), its organisation's settings, and the switch and
+    # hold that apply to this call; the catalogue and rulebook only when no tool check is built
+    # from them yet (with the settings last seen for the organisation; if those changed, the
+    # deferred fields are read once more).
+    rows = GuardSession.objects.select_for_update(of=("self",)).select_related(
+        "organisation__settings"
+    )
+    public_id = str(session.public_id)
+    if _is_built(public_id, actor.organisation.pk, _last_settings.get(actor.organisation.pk)):
+        rows = rows.defer("catalogue", "rulebook")
+    session = _control_flags(
+        rows,
+        organisation_id=actor.organisation.pk,
+        agent=session.agent,
+        session=public_id,
+        tool=str(call.get("tool") or ""),
+    ).get(pk=session.pk)
+    settings = _settings_of(getattr(session.organisation, "settings", None))
+    _last_settings[actor.organisation.pk] = settings
+    check = _tool_check(session, settings=settings)
     try:
         decision = check.check(
             call,
@@ -210,7 +340,14 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
         )
     except engine.UnknownCheck as exc:
         raise ValidationError({"checks": [str(exc)]}) from exc
-    result = _controls(actor, session, check, call, decision.to_dict())
+    result = _controls(
+        actor,
+        session,
+        check,
+        call,
+        decision.to_dict(),
+        flags=(session.tool_switched, session.session_held),
+    )
     if result["decision"] == "confirm" and not data.get("token"):
         from guard.approvals import approval_request_create
 

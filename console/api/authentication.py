@@ -10,7 +10,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from console.models import ApiKey
-from console.services import API_KEY_PREFIX, api_key_authenticate
+from console.services import API_KEY_PREFIX, api_key_authenticate, api_key_cache_keys
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         counter = _failures_key(request.META.get("REMOTE_ADDR", ""))
         window = int(settings.STALWART_API_KEY_FAILURE_WINDOW)
-        if (cache.get(counter) or 0) >= int(settings.STALWART_API_KEY_FAILURE_LIMIT):
+        # The address's failures and the key's cache entries in one round trip.
+        entries = api_key_cache_keys(plain)
+        found = cache.get_many([counter, *entries])
+        if (found.get(counter) or 0) >= int(settings.STALWART_API_KEY_FAILURE_LIMIT):
             raise exceptions.Throttled(
                 wait=window, detail="too many failed API-key authentications from this address"
             )
         if not plain.startswith(API_KEY_PREFIX):
             self._failed(counter, window)
             raise exceptions.AuthenticationFailed("the API key is not a Stalwart key")
-        key = api_key_authenticate(plain)
+        key = api_key_authenticate(plain, cached=found if entries else None)
         if key is None:
             self._failed(counter, window)
             raise exceptions.AuthenticationFailed("the API key is unknown or revoked")

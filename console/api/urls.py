@@ -12,6 +12,7 @@ urlpatterns = [
     path("events/<int:event_id>", views.EventDetailView.as_view(), name="api-event"),
     path("audit", views.AuditListView.as_view(), name="api-audit"),
     path("health", views.HealthView.as_view(), name="api-health"),
+    path("whoami", views.WhoAmIView.as_view(), name="api-whoami"),
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
     path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
     path(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
@@ -126,3 +126,28 @@ class HealthView(APIView):
         report = health_report()
         code = status.HTTP_200_OK if report["ok"] else status.HTTP_503_SERVICE_UNAVAILABLE
         return Response(report, status=code)
+
+
+class WhoAmIView(APIView):
+    """Who the request acts as; it reads nothing else, so it is also the stack's cost alone.
+
+    `benchmarks/http` measures it beside the decision endpoints, as the authenticated no-op of the
+    same stack (middleware, key authentication, DRF, JSON rendering).
+    """
+
+    @extend_schema(
+        parameters=[ORG_PARAM],
+        responses=inline_serializer(
+            "WhoAmI",
+            {
+                "organisation": serializers.CharField(),
+                "role": serializers.CharField(),
+                "label": serializers.CharField(),
+            },
+        ),
+    )
+    def get(self, request):  # noqa: ANN001, ANN201
+        actor = actor_for_request(request)
+        return Response(
+            {"organisation": actor.organisation.slug, "role": actor.role, "label": actor.label}
+        )

@@ -92,10 +92,13 @@ TEMPLATES = [
     },
 ]
 
+# Connections are kept across requests (`STALWART_DB_CONN_MAX_AGE` seconds; 0 opens one per
+# request) and checked before a request reuses one, so a database restart costs one reconnect.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'stalwart.sqlite3'}"),
-        conn_max_age=0,
+        conn_max_age=int(os.environ.get("STALWART_DB_CONN_MAX_AGE", "600")),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -250,3 +253,12 @@ STALWART_API_MAX_JSON_DEPTH = int(os.environ.get("STALWART_API_MAX_JSON_DEPTH", 
 # within the window, every key from that address answers 429 until the window ends.
 STALWART_API_KEY_FAILURE_LIMIT = int(os.environ.get("STALWART_API_KEY_FAILURE_LIMIT", "20"))
 STALWART_API_KEY_FAILURE_WINDOW = int(os.environ.get("STALWART_API_KEY_FAILURE_WINDOW", "300"))
+
+# API keys are authenticated from the shared cache for this many seconds (console/services.py);
+# a revocation drops the key from it at once. Without Redis the cache is each process's own,
+# which another process's revocation cannot reach, so it is off unless set.
+STALWART_API_KEY_CACHE_SECONDS = int(
+    os.environ.get("STALWART_API_KEY_CACHE_SECONDS", "300" if REDIS_URL else "0")
+)
+# A key's `last_used_at` is written at most once per this many seconds (0: on every request).
+STALWART_API_KEY_LAST_USED_SECONDS = int(os.environ.get("STALWART_API_KEY_LAST_USED_SECONDS", "60"))

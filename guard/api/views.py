@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -50,6 +51,19 @@ def _session(request, session_id):  # noqa: ANN001, ANN202
     actor = actor_for_request(request)
     require(actor, "guard.check")
     return actor, get_object_for_actor(GuardSession, actor, public_id=session_id)
+
+
+def _session_named(request, session_id):  # noqa: ANN001, ANN202
+    """The session's identity only: the check reads the rest itself, locked, in one statement."""
+    actor = actor_for_request(request)
+    require(actor, "guard.check")
+    try:
+        session = GuardSession.objects.only("pk", "organisation_id", "public_id", "agent").get(
+            organisation=actor.organisation, public_id=session_id
+        )
+    except (GuardSession.DoesNotExist, ValueError, TypeError) as exc:
+        raise Http404("not found") from exc
+    return actor, session
 
 
 class _DecidesCalls(RecordsMalformedCalls):
@@ -99,7 +113,7 @@ class SessionCheckView(_DecidesCalls, APIView):
     )
     def post(self, request, session_id):  # noqa: ANN001, ANN201
         """Decide a call: `allow`, `confirm` or `refuse`, with reasons and detail."""
-        actor, session = _session(request, session_id)
+        actor, session = _session_named(request, session_id)
         data = _body(request, CHECK_FIELDS, ("tool",))
         return Response(services.session_check(actor=actor, session=session, data=data))
 

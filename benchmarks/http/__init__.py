@@ -1,0 +1,1 @@
+"""The console's decision endpoints over HTTP, under gunicorn, beside an authenticated no-op."""
