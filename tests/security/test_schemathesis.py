@@ -65,7 +65,13 @@ def _seed(client, headers: dict[str, str]) -> None:
 def test_schemathesis_finds_no_server_error_and_no_answer_the_schema_does_not_describe(
     live_server, organisation, admin, actor_for, tmp_path
 ):
+    from django.db import connection
     from django.test import Client
+
+    if connection.vendor != "postgresql":
+        # One pass per `make test`, to stay within its time: on PostgreSQL, where the attack
+        # found what SQLite lets through (NUL in text, the types JSONB keeps).
+        pytest.skip("the schemathesis pass runs in the PostgreSQL half of the suite")
 
     actor = actor_for(admin, organisation)
     keys = {
