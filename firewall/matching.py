@@ -368,10 +368,10 @@ def _raise_alerts(
 def _count_alert_matches(rules: list[SequenceRule]) -> None:
     """A raised alert is its sequence rule's match: counted like an inline rule's, by mode."""
     from firewall.models import Rule
-    from firewall.services import _count_matches
+    from firewall.services import count_matches
 
     live = set(Rule.objects.filter(pk__in={r.id for r in rules}).values_list("pk", flat=True))
-    _count_matches([(r.id, "shadow" if r.shadow else "enforce") for r in rules if r.id in live])
+    count_matches([(r.id, "shadow" if r.shadow else "enforce") for r in rules if r.id in live])
 
 
 def _actions(rule: SequenceRule) -> list[str]:

@@ -367,7 +367,7 @@ def _hour(now: dt.datetime) -> dt.datetime:
     return now.replace(minute=0, second=0, microsecond=0)
 
 
-def _count_matches(matches: list[tuple[int, str]]) -> None:
+def count_matches(matches: list[tuple[int, str]]) -> None:
     hour = _hour(timezone.now())
     for rule_id, mode in matches:
         updated = RuleMatchCount.objects.filter(rule_id=rule_id, hour=hour, mode=mode).update(
@@ -589,7 +589,7 @@ def firewall_evaluate(
     matches += [
         (s["rule_id"], "shadow") for s in result["shadow"] if isinstance(s.get("rule_id"), int)
     ]
-    _count_matches(matches)
+    count_matches(matches)
     plain_allow = result["verdict"] == "allow" and not result["shadow"]
     if not plain_allow or (policy is not None and _sequence_rules(actor, policy, given=given)):
         event_record(

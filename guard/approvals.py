@@ -134,7 +134,7 @@ def shown_history(request: ApprovalRequest, *, last: int = 5) -> list[dict[str, 
     ]
 
 
-def _own(actor: Actor, request: ApprovalRequest) -> bool:
+def asked_by(actor: Actor, request: ApprovalRequest) -> bool:
     """Whether the actor, or the person behind it, asked for the call or is the one it is for."""
     asked_people = {request.requested_by_id, request.requested_by_owner_id} - {None}
     if actor.person_id is not None and actor.person_id in asked_people:
@@ -168,7 +168,7 @@ def _may_answer(actor: Actor) -> None:
 def _locked(actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
     _may_answer(actor)
     request = ApprovalRequest.objects.select_for_update().get(pk=request.pk)
-    if _own(actor, request):
+    if asked_by(actor, request):
         raise PermissionDenied("nobody approves or denies a call they asked for")
     if request.status == ApprovalRequest.Status.EXPIRED:
         raise AlreadyAnswered("this request expired before it was answered")

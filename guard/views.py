@@ -50,7 +50,7 @@ def _context(actor) -> dict:  # noqa: ANN001
         .order_by("-answered_at", "-created_at")[:20]
     )
     return {
-        "cards": [{**_card(r), "own": approvals._own(actor, r)} for r in queue],
+        "cards": [{**_card(r), "own": approvals.asked_by(actor, r)} for r in queue],
         "answered": answered,
         "can_answer": actor.can("approvals.answer"),
     }
