@@ -35,8 +35,12 @@ def test_requirements_txt_is_the_core_and_the_console_extra():
     assert _file("requirements.txt") == _pins(PROJECT["dependencies"] + EXTRAS["console"])
 
 
-def test_requirements_dev_txt_is_the_otel_and_dev_extras():
-    assert _file("requirements-dev.txt") == _pins(EXTRAS["otel"] + EXTRAS["dev"])
+INTEGRATIONS = ("langgraph", "openai-agents", "gateway", "models", "documents")
+
+
+def test_requirements_dev_txt_is_the_otel_dev_and_integration_extras():
+    wanted = EXTRAS["otel"] + EXTRAS["dev"] + [r for name in INTEGRATIONS for r in EXTRAS[name]]
+    assert _file("requirements-dev.txt") == _pins(wanted)
 
 
 def test_the_engines_and_the_sdk_need_no_console_package():
@@ -45,4 +49,4 @@ def test_the_engines_and_the_sdk_need_no_console_package():
 
 
 def test_only_extras_for_code_that_exists_are_declared():
-    assert set(EXTRAS) == {"console", "otel", "dev"}
+    assert set(EXTRAS) == {"console", "otel", "dev", *INTEGRATIONS}
