@@ -87,15 +87,22 @@ class SessionListView(APIView):
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
     )
     def post(self, request):  # noqa: ANN001, ANN201
-        """Open a session: `{"agent", "catalogue", "rulebook"}` (a record, or Colang text)."""
+        """Open a session: `{"agent", "catalogue", "rulebook", "settings"}`.
+
+        `rulebook` is a record or Colang text; `settings` the session's own (`taint_policy`,
+        `said`, `language`, `label_trust`, `checks`, `token_ttl`), which can only make the
+        organisation's stricter."""
         actor = actor_for_request(request)
         require(actor, "guard.check")
-        data = _body(request, {"agent", "catalogue", "rulebook"}, ("agent", "catalogue"))
+        data = _body(
+            request, {"agent", "catalogue", "rulebook", "settings"}, ("agent", "catalogue")
+        )
         session = services.session_create(
             actor=actor,
             agent=data["agent"],
             catalogue=data["catalogue"],
             rulebook=data.get("rulebook"),
+            settings=data.get("settings"),
         )
         return Response(
             {

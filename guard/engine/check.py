@@ -288,6 +288,7 @@ class ToolCheck:
         checks: Collection[str] | None = None,
         now: Any = None,
         usage: Mapping[str, Any] | None = None,
+        turns: Sequence[str] | None = None,
     ) -> Decision:
         """Decide one call: `allow`, `confirm` or `refuse`, with reasons and detail.
 
@@ -298,7 +299,9 @@ class ToolCheck:
         called now);
         `token` a confirmation token; `checks` the checks switched on for this call (default: the
         settings' list, or all); `now` a datetime or epoch seconds; `usage` what the host counted
-        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`.
+        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`; `turns` the person's turns,
+        handed to the post-checks (the checks of what was said) that read them, when the host keeps
+        them per session rather than in the post-check.
         """
         on = self._default_on if checks is None else switched_on(checks)
         epoch = _epoch(now)
@@ -325,7 +328,12 @@ class ToolCheck:
             if post.name not in on:
                 continue
             try:
-                proposed = post.run(parsed, decision, session=history, context=context)
+                if turns is None:
+                    proposed = post.run(parsed, decision, session=history, context=context)
+                else:
+                    proposed = post.run(
+                        parsed, decision, session=history, context=context, turns=turns
+                    )
             except Exception as error:  # noqa: BLE001 - a broken post-check fails closed
                 proposed = _refuse("post_check_error", None, post.name, error=type(error).__name__)
             decision = stricter_only(decision, proposed, post.name)

@@ -162,15 +162,17 @@ class _Said:
                     receives[param.slot] = True
         self.receives = receives
 
-    def latest(self) -> Reading | None:
-        turns = _turns(self.turns)
+    def latest(self, given: Turns = None) -> Reading | None:
+        turns = _turns(given if given is not None else self.turns)
         if not turns:
             return None
         return self.router.read(turns[-1])
 
-    def s1(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def s1(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["s1_veto"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         tool = self.router.catalogue.tools.get(call.tool)
@@ -181,9 +183,11 @@ class _Said:
             return None
         return _answer(mode, ("s1_veto",), {"said": words, "tool_kind": tool.kind})
 
-    def s2(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def s2(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["s2_veto"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         held = [
@@ -195,9 +199,11 @@ class _Said:
             return None
         return _answer(mode, ("s2_veto",), {"destinations": held})
 
-    def confirm_read(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def confirm_read(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["confirm_read"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         profile = self.router.profiles.get(call.tool)
@@ -234,13 +240,15 @@ class _Said:
             {"said": said, "call": given, "lacks": [n for n in names if n not in call.arguments]},
         )
 
-    def grounded(self, call: Any, decision: Decision, *, session: Any = None, **_: Any):
+    def grounded(
+        self, call: Any, decision: Decision, *, session: Any = None, turns: Turns = None, **_: Any
+    ):
         if self.modes["grounded"] == "off":
             return None
         tool = self.router.catalogue.tools.get(call.tool)
         if tool is None or not is_write(tool.kind):
             return None
-        turns = _turns(self.turns)
+        turns = _turns(turns if turns is not None else self.turns)
         if not turns:
             return None
         readings = [self.router.read(turn) for turn in turns]
