@@ -18,7 +18,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
