@@ -489,7 +489,9 @@ class RuntimeSession:
         return merged
 
     def call_of(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> dict[str, Any]:
-        call: dict[str, Any] = {"tool": tool, "agent": self.agent, "arguments": dict(arguments)}
+        call: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
+        if self.agent:
+            call["agent"] = self.agent
         for name in ("origins", "labels", "compensation_of", "plan"):
             if given.get(name) is not None:
                 call[name] = given[name]
@@ -507,7 +509,8 @@ class RuntimeSession:
     ) -> Decision:
         """Decide a call (a tool-call mapping): the one place every door's check goes through."""
         call = dict(call)
-        call.setdefault("agent", self.agent)
+        if self.agent:
+            call.setdefault("agent", self.agent)
         decision = self.wired.decide(
             call,
             history=self.history,
@@ -600,7 +603,8 @@ class RuntimeSession:
         if not self.history.at_head(self.head):
             raise engine.HistoryInvalid("the history does not end at the head kept for its session")
         call = dict(call)
-        call.setdefault("agent", self.agent)
+        if self.agent:
+            call.setdefault("agent", self.agent)
         entry = self.wired.check.record(self.history, call, result, **extra)
         self.head = self.history.head
         tool = self.wired.catalogue.tools.get(str(call.get("tool")))
@@ -724,10 +728,12 @@ class RuntimeSession:
                 item["compensation"] = step.compensation
                 call = {
                     "tool": step.compensation,
-                    "agent": self.agent,
                     "arguments": dict(step.arguments),
                     "compensation_of": step.index,
                 }
+                agent = entries[step.index].get("agent") or self.agent
+                if agent:
+                    call["agent"] = agent
                 decision = self.check_call(call)
                 runner = self.function(step.compensation)
                 if decision.decision != ALLOW:

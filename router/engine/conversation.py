@@ -56,6 +56,39 @@ Executor = Callable[[str, Mapping[str, Any]], Any]
 Sandbox = Callable[[str, Any], Any]
 
 
+class _EngineSession:
+    """The conversation's own state when no runtime session is given: a tool check, its history
+    and head, the turns. The SDK hands a `stalwart_agents.runtime.RuntimeSession` instead, which
+    keeps the same state and adds what the runtime derives (origins, undo last first)."""
+
+    def __init__(self, check: ToolCheck, session: str) -> None:
+        self.check = check
+        self.turns: list[str] = []
+        self.history = check.new_history(session)
+        # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
+        self.head = self.history.head
+
+    def read(self, turn: str) -> None:
+        self.turns.append(turn)
+
+    def check_call(
+        self, call: Mapping[str, Any], *, context: Any = None, token: str | None = None
+    ) -> Decision:
+        return self.check.check(
+            call, session=self.history, head=self.head, context=context, token=token
+        )
+
+    def record_call(self, call: Mapping[str, Any], result: Any) -> None:
+        self.check.record(self.history, call, result)
+        self.head = self.history.head
+
+    def token_for(self, call: Mapping[str, Any]) -> str:
+        return self.check.issue_token(call, session=self.history, head=self.head)
+
+    def undo_run(self) -> list[dict[str, Any]]:
+        return []
+
+
 @dataclass(frozen=True)
 class GateAnswer:
     """What a host's gate after the tool check (the SDK's firewall) says about one call.
@@ -83,6 +116,7 @@ class Reply:
     ran: list[dict[str, Any]] = field(default_factory=list)
     waiting: str | None = None
     model_called: bool = False
+    undone: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +126,7 @@ class Reply:
             "ran": self.ran,
             "waiting": self.waiting,
             "model_called": self.model_called,
+            "undone": self.undone,
         }
 
 
@@ -165,26 +200,29 @@ class Conversation:
         max_rounds: int = 4,
         gate: Gate | None = None,
         gate_name: str = "gate",
+        runtime: Any = None,
     ) -> None:
         self.router = router
         self.executor = executor
         self.gate = gate
         self.gate_name = gate_name
-        self.turns: list[str] = []
-        if check is None:
-            if key is None:
-                raise RouterError("a conversation needs a tool check, or a key to build one")
-            check = ToolCheck(
-                router.catalogue,
-                key=key,
-                rulebook=router.rulebook,
-                settings=settings,
-                post_checks=said_checks(router, turns=lambda: self.turns, modes=said_modes),
-            )
-        self.check = check
-        self.history = check.new_history(session)
-        # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
-        self._head = self.history.head
+        if runtime is not None:
+            self.session = runtime
+            self.check = runtime.wired.check
+        else:
+            if check is None:
+                if key is None:
+                    raise RouterError("a conversation needs a tool check, or a key to build one")
+                turns = lambda: self.session.turns  # noqa: E731 - read at each check
+                check = ToolCheck(
+                    router.catalogue,
+                    key=key,
+                    rulebook=router.rulebook,
+                    settings=settings,
+                    post_checks=said_checks(router, turns=turns, modes=said_modes),
+                )
+            self.check = check
+            self.session = _EngineSession(check, session)
         self.model = model
         self.sandbox = sandbox
         self.context = context
@@ -197,6 +235,14 @@ class Conversation:
         self._pending_call: dict[str, Any] | None = None
         self._pending_model_turn: str | None = None
 
+    @property
+    def history(self) -> Any:
+        return self.session.history
+
+    @property
+    def turns(self) -> list[str]:
+        return self.session.turns
+
     # -- one turn ------------------------------------------------------------------------------
 
     def say(self, turn: str) -> Reply:
@@ -204,7 +250,7 @@ class Conversation:
         if self._on_unread is None:
             setting = self._organisation() if callable(self._organisation) else self._organisation
             self._on_unread = setting or plans.REFUSE
-        self.turns.append(turn)
+        self.session.read(turn)
         answer = self._yes_no(turn)
         if self._pending_call is not None:
             call, self._pending_call = self._pending_call, None
@@ -241,6 +287,16 @@ class Conversation:
     def _action(self, tool: str) -> str:
         return self.phrases("run", tool=tool)
 
+    def _refused(self, reply: Reply, text: str) -> Reply:
+        """A call of the run was refused or failed: say so, and undo the run's writes last first."""
+        reply.text = text
+        undone = self.session.undo_run()
+        if undone:
+            reply.undone = undone
+            steps = ", ".join(f"{item['tool']} {item['status']}" for item in undone)
+            reply.text = f"{text} {self.phrases('undone', steps=steps)}"
+        return reply
+
     def _carry_out(self, plan: Plan, turn: str, *, rounds: int) -> Reply:
         self.plans.append(plan)
         self._asked_again = plan.kind == plans.UNREAD and plan.action == plans.SAY_AGAIN
@@ -274,8 +330,9 @@ class Conversation:
         reply = Reply("", plan)
         decision, call = self._decide(dict(plan.call), reply)
         if decision.decision == REFUSE:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
-            return reply
+            return self._refused(
+                reply, self.phrases("refused", reasons=", ".join(decision.reasons))
+            )
         if decision.decision == CONFIRM:
             self._pending_call = call
             reply.waiting = "confirm"
@@ -294,9 +351,7 @@ class Conversation:
     # -- the guarded tool step -----------------------------------------------------------------
 
     def _check(self, call: Mapping[str, Any], reply: Reply, token: str | None) -> Decision:
-        decision = self.check.check(
-            call, session=self.history, head=self._head, context=self.context, token=token
-        )
+        decision = self.session.check_call(call, context=self.context, token=token)
         reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
         return decision
 
@@ -332,7 +387,9 @@ class Conversation:
         try:
             result = self.executor(tool, dict(call.get("arguments") or {}))
         except Exception as error:  # noqa: BLE001 - the host's tool failed: say so, record nothing
-            reply.text = self.phrases("failed", action=self._action(tool), error=str(error))
+            self._refused(
+                reply, self.phrases("failed", action=self._action(tool), error=str(error))
+            )
             return False
         if isinstance(result, Replayed):
             # The executor's ledger held this intent: the call had run, nothing ran again.
@@ -342,8 +399,7 @@ class Conversation:
                 "already_done", action=tool, result=_summary(result.result, self.phrases)
             )
             return True
-        self.check.record(self.history, call, result)
-        self._head = self.history.head
+        self.session.record_call(call, result)
         reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
                           "result": result})  # fmt: skip
         profile = self.router.profiles.get(tool)
@@ -356,17 +412,18 @@ class Conversation:
             call["origins"] = dict(origins)
         decision, call = self._decide(call, reply)
         if decision.decision != ALLOW:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            self._refused(reply, self.phrases("refused", reasons=", ".join(decision.reasons)))
             return False
         return self._execute(call, reply)
 
     def _run_confirmed(self, call: Mapping[str, Any]) -> Reply:
         reply = Reply("")
-        token = self.check.issue_token(call, session=self.history)
+        token = self.session.token_for(call)
         decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
-            return reply
+            return self._refused(
+                reply, self.phrases("refused", reasons=", ".join(decision.reasons))
+            )
         self._execute(call, reply)
         return reply
 
@@ -409,7 +466,8 @@ class Conversation:
                 call["agent"] = asked.get("agent", owner)
             decision, call = self._decide(call, reply)
             if decision.decision == REFUSE:
-                texts.append(self.phrases("refused", reasons=", ".join(decision.reasons)))
+                self._refused(reply, self.phrases("refused", reasons=", ".join(decision.reasons)))
+                texts.append(reply.text)
                 break
             if decision.decision == CONFIRM:
                 self._pending_call = call
