@@ -308,7 +308,7 @@ def _call(session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
         "agent": session.agent,
         "arguments": data.get("arguments", {}),
     }
-    for name in ("origins", "labels", "compensation_of", "plan"):
+    for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
         if data.get(name) is not None:
             call[name] = data[name]
     return call

@@ -324,12 +324,14 @@ class Session:
         usage: Mapping[str, Any] | None = None,
         compensation_of: int | None = None,
         plan: Mapping[str, Any] | None = None,
+        plan_token: str | None = None,
+        plan_step: int | None = None,
     ) -> Check:
         """Decide one call. `origins` say where each value came from (the runtime derives them
         from the turns it read; a claim can only lower them); `labels` outside content the call
         carries; `checks` the checks switched on for it; `usage` what the host counted for it;
-        `compensation_of` the history index this call undoes; `plan` the approved plan's step
-        (`{id, steps, token}`)."""
+        `compensation_of` the history index this call undoes; `plan` the approved plan
+        (`{id, steps}`) with its `plan_token` (and, optionally, the `plan_step` it claims to be)."""
         raise NotImplementedError
 
     def record(
@@ -530,6 +532,8 @@ class LocalSession(Session):
         usage=None,
         compensation_of=None,
         plan=None,
+        plan_token=None,
+        plan_step=None,
     ) -> Check:
         try:
             decision = self.runtime.check(
@@ -539,6 +543,8 @@ class LocalSession(Session):
                 labels=labels,
                 compensation_of=compensation_of,
                 plan=plan,
+                plan_token=plan_token,
+                plan_step=plan_step,
                 context=context,
                 token=token,
                 checks=checks,
@@ -562,6 +568,10 @@ class LocalSession(Session):
 
     def deny(self, check: Check | str) -> None:
         self.runtime.deny(check.approval if isinstance(check, Check) else check)
+
+    def approve_plan(self, plan: Mapping[str, Any]) -> str:
+        """Sign a person's approval of a plan (`{id, steps}`) in this process: its plan token."""
+        return self.runtime.approve_plan(plan)
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
         """Ask the session's approver (in this process): the token on yes.
@@ -671,6 +681,8 @@ class RemoteSession(Session):
         usage=None,
         compensation_of=None,
         plan=None,
+        plan_token=None,
+        plan_step=None,
     ) -> Check:
         body = _check_body(
             tool,
@@ -683,6 +695,8 @@ class RemoteSession(Session):
             usage=usage,
             compensation_of=compensation_of,
             plan=plan,
+            plan_token=plan_token,
+            plan_step=plan_step,
         )
         return Check.from_dict(self.client.post(f"/v1/sessions/{self.id}/check", body))
 

@@ -492,7 +492,7 @@ class RuntimeSession:
         call: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
         if self.agent:
             call["agent"] = self.agent
-        for name in ("origins", "labels", "compensation_of", "plan"):
+        for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
             if given.get(name) is not None:
                 call[name] = given[name]
         return call
@@ -562,6 +562,11 @@ class RuntimeSession:
             raise PermissionError(f"`{pending.id}` was already {pending.status}")
         pending.status = "approved"
         return self.token_for(pending.call)
+
+    def approve_plan(self, plan: Mapping[str, Any]) -> str:
+        """Sign a person's approval of a plan (`{id, steps}`) for this session: each step then
+        runs only as the plan's next step, with the approved arguments."""
+        return self.wired.check.issue_plan_token(plan, session=self.history)
 
     def deny(self, approval: str | Decision | Mapping[str, Any]) -> None:
         self.request(approval).status = "denied"

@@ -31,6 +31,8 @@ CHECK_FIELDS = {
     "usage",
     "compensation_of",
     "plan",
+    "plan_token",
+    "plan_step",
     "user",
 }
 RECORD_FIELDS = {"tool", "arguments", "origins", "labels", "result", "compensation_of", "plan"}
