@@ -45,6 +45,8 @@ from typing import Any
 
 from guard import engine
 from guard.engine import execution
+from guard.engine.checks import NAMES
+from guard.engine.settings import load_settings
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext
 
@@ -180,6 +182,24 @@ def _remember(table: OrderedDict, key: tuple, value: Any) -> None:
             table.popitem(last=False)
 
 
+_catalogues: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _catalogue_for(catalogue: Any, digest: str, settings: Any) -> Any:
+    """The catalogue loaded, every tool's schema checked, once per content (whatever the key)."""
+    if hasattr(catalogue, "tools"):
+        return catalogue
+    key = (digest, content_digest(settings.tool_kinds), settings.infer)
+    with _lock:
+        found = _catalogues.get(key)
+    if found is None:
+        found = engine.load_catalogue(
+            catalogue, tool_kinds=settings.tool_kinds, infer=settings.infer
+        )
+        _remember(_catalogues, key, found)
+    return found
+
+
 def _router_for(
     catalogue: Any, catalogue_key: str, rulebook: Any, rulebook_key: str, language: str
 ):
@@ -230,15 +250,16 @@ def wiring(
         if found is not None:
             _wirings.move_to_end(identity)
             return found
-    check = engine.ToolCheck(catalogue, key=key, rulebook=rulebook, settings=check_settings)
-    router = _router_for(check.catalogue, catalogue_digest, rulebook, rulebook_digest, language)
+    loaded_settings = load_settings(check_settings, known_checks=NAMES)
+    loaded = _catalogue_for(catalogue, catalogue_digest, loaded_settings)
+    router = _router_for(loaded, catalogue_digest, rulebook, rulebook_digest, language)
     posts = [
         post
         for post in router_engine.said_checks(router, turns=None, modes=modes)
         if post.name != "grounded"  # the origin of values is derived here, before step 11
     ]
     check = engine.ToolCheck(
-        check.catalogue, key=key, rulebook=rulebook, settings=check.settings, post_checks=posts
+        loaded, key=key, rulebook=rulebook, settings=loaded_settings, post_checks=posts
     )
     built = Wiring(check, router, modes, language)
     _remember(_wirings, identity, built)
@@ -339,7 +360,22 @@ def _typed_in(leaf: Any, said: _Said) -> bool:
 
 
 def _returned_in(leaf: Any, result: Any) -> bool:
-    return any(_same(leaf, value) for value in _leaves(result))
+    """Whether a result holds the value: as one of its values, or written inside its text (a
+    number or a name copied out of an e-mail's body counts as coming from that e-mail)."""
+    from router.engine.text import fold
+
+    wanted = fold(str(leaf)).strip() if isinstance(leaf, str) else None
+    for value in _leaves(result):
+        if _same(leaf, value):
+            return True
+        if not isinstance(value, str):
+            continue
+        if isinstance(leaf, (int, float)):
+            if float(leaf) in _numbers(value):
+                return True
+        elif wanted and len(wanted) >= 3 and wanted in fold(value):
+            return True
+    return False
 
 
 def _origin_of(
@@ -506,8 +542,12 @@ class RuntimeSession:
         checks: Sequence[str] | None = None,
         usage: Mapping[str, Any] | None = None,
         now: Any = None,
+        turns: Sequence[str] | None = None,
     ) -> Decision:
-        """Decide a call (a tool-call mapping): the one place every door's check goes through."""
+        """Decide a call (a tool-call mapping): the one place every door's check goes through.
+
+        `turns` stands in for the person's turns (the undo's compensations, which the runtime
+        sends on its own, are read against none)."""
         call = dict(call)
         if self.agent:
             call.setdefault("agent", self.agent)
@@ -515,7 +555,7 @@ class RuntimeSession:
             call,
             history=self.history,
             head=self.head,
-            turns=self.turns,
+            turns=self.turns if turns is None else turns,
             context=self.facts(context),
             token=token,
             checks=checks,
@@ -739,7 +779,9 @@ class RuntimeSession:
                 agent = entries[step.index].get("agent") or self.agent
                 if agent:
                     call["agent"] = agent
-                decision = self.check_call(call)
+                # The runtime sends the undo itself: the person's last turn asked for the run, not
+                # for its undo, so the checks of what was said have nothing to read in it.
+                decision = self.check_call(call, turns=())
                 runner = self.function(step.compensation)
                 if decision.decision != ALLOW:
                     item.update(status="failed", reasons=list(decision.reasons))
