@@ -46,9 +46,9 @@ from typing import Any
 from guard import engine
 from guard.engine import execution
 from guard.engine.checks import NAMES
-from guard.engine.settings import load_settings
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext
+from guard.engine.settings import load_settings
 
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
