@@ -194,6 +194,7 @@ class Agent:
         self._source = source
         self._key = secrets.token_bytes(32)  # signs this agent's histories and tokens here
         self._wiring: dict[tuple, Any] = {}
+        self._routers: dict[tuple, Any] = {}
         self.report: Any = None
         if verify:
             self.report = self._verify()
@@ -390,9 +391,12 @@ class Agent:
         if conversation is None:
             settings = dict(self.file.other.get("settings") or {})
             chosen = language or settings.get("language") or "en"
-            router = router_engine.Router(
-                self.file, rulebook=self._rules.record, agent=agent, language=chosen
-            )
+            router = self._routers.get((agent, chosen))
+            if router is None:  # read once per agent and language; every conversation shares it
+                router = router_engine.Router(
+                    self.file, rulebook=self._rules.record, agent=agent, language=chosen
+                )
+                self._routers[(agent, chosen)] = router
             executor = ChatExecutor(self._run_tool, user=user)
             session = runtime.RuntimeSession(
                 self._wired({**settings, "language": chosen}),

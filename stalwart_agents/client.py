@@ -130,9 +130,15 @@ class Client:
         `approver(request) -> bool` asks a person in this process (a `confirm` then has an
         answer); `context` the facts for every check (a call's own `context=` adds to them);
         `tools` the functions that run tools (for `execute` and the undo's compensations).
+        `catalogue` and `rulebook` may be sealed once (`stalwart_agents.runtime.seal`): sessions
+        opened with the same sealed object then cost a lookup, whatever the catalogue's size.
         """
         if self.remote:
-            body: dict[str, Any] = {"agent": agent, "catalogue": catalogue, "rulebook": rulebook}
+            body: dict[str, Any] = {
+                "agent": agent,
+                "catalogue": runtime.unsealed(catalogue),
+                "rulebook": runtime.unsealed(rulebook),
+            }
             if settings:
                 body["settings"] = dict(settings)
             answer = self.post("/v1/sessions", body)

@@ -79,6 +79,35 @@ def content_digest(data: Any) -> str:
     ).hexdigest()
 
 
+@dataclass(frozen=True)
+class Sealed:
+    """A catalogue or a rulebook record sealed once: its canonical JSON and that JSON's digest.
+
+    Sessions opened with the same sealed object cost a lookup, not a hash of the whole content:
+    `seal(agent.catalogue())` once, then open as many sessions with it as you like. It cannot be
+    changed after sealing (a changed catalogue is sealed again, and gets a wiring of its own).
+    """
+
+    text: str
+    digest: str
+
+    def data(self) -> Any:
+        return json.loads(self.text)
+
+
+def seal(data: Any) -> Sealed:
+    """Seal a catalogue or a rulebook record (see `Sealed`)."""
+    if isinstance(data, Sealed):
+        return data
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return Sealed(text, hashlib.sha256(text.encode()).hexdigest())
+
+
+def unsealed(data: Any) -> Any:
+    """The plain JSON value of what may be a sealed object."""
+    return data.data() if isinstance(data, Sealed) else data
+
+
 def split_settings(
     settings: Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, str], str]:
@@ -194,7 +223,7 @@ def _catalogue_for(catalogue: Any, digest: str, settings: Any) -> Any:
         found = _catalogues.get(key)
     if found is None:
         found = engine.load_catalogue(
-            catalogue, tool_kinds=settings.tool_kinds, infer=settings.infer
+            unsealed(catalogue), tool_kinds=settings.tool_kinds, infer=settings.infer
         )
         _remember(_catalogues, key, found)
     return found
@@ -232,11 +261,17 @@ def wiring(
 
     check_settings, modes, language = split_settings(settings)
     if catalogue_digest is None:
-        catalogue_digest = (
-            content_digest(catalogue) if not hasattr(catalogue, "tools") else str(id(catalogue))
-        )
+        if isinstance(catalogue, Sealed):
+            catalogue_digest = catalogue.digest
+        elif hasattr(catalogue, "tools"):  # a loaded Catalogue: the object is its identity
+            catalogue_digest = f"loaded-{id(catalogue)}"
+        else:
+            catalogue_digest = content_digest(catalogue)
     if rulebook_digest is None:
-        rulebook_digest = content_digest(rulebook) if rulebook else ""
+        if isinstance(rulebook, Sealed):
+            rulebook_digest = rulebook.digest
+        else:
+            rulebook_digest = content_digest(rulebook) if rulebook else ""
     identity = (
         hashlib.sha256(key).hexdigest(),
         catalogue_digest,
@@ -252,6 +287,7 @@ def wiring(
             return found
     loaded_settings = load_settings(check_settings, known_checks=NAMES)
     loaded = _catalogue_for(catalogue, catalogue_digest, loaded_settings)
+    rulebook = unsealed(rulebook)
     router = _router_for(loaded, catalogue_digest, rulebook, rulebook_digest, language)
     posts = [
         post

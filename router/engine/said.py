@@ -153,6 +153,7 @@ class _Said:
         self.router = router
         self.turns = turns
         self.modes = _modes(modes)
+        self._readings: dict[str, Reading] = {}
         receives: dict[str, bool] = {"email": False, "url": False, "channel": False}
         for profile in router.profiles.values():
             if profile.kind != SENDS_OUT:
@@ -166,7 +167,17 @@ class _Said:
         turns = _turns(given if given is not None else self.turns)
         if not turns:
             return None
-        return self.router.read(turns[-1])
+        return self.read(turns[-1])
+
+    def read(self, turn: str) -> Reading:
+        """The router's reading of a turn, read once: the three checks read the same turn."""
+        found = self._readings.get(turn)
+        if found is None:
+            found = self.router.read(turn)
+            if len(self._readings) >= 256:
+                self._readings.clear()  # a bound, not an order: the next reads fill it again
+            self._readings[turn] = found
+        return found
 
     def s1(
         self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
@@ -251,7 +262,7 @@ class _Said:
         turns = _turns(turns if turns is not None else self.turns)
         if not turns:
             return None
-        readings = [self.router.read(turn) for turn in turns]
+        readings = [self.read(turn) for turn in turns]
         folded_turns = [fold(turn) for turn in turns]
         tokens = {word for text in folded_turns for word in text.split()}
         said: list[Any] = []
