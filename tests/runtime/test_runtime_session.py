@@ -336,3 +336,33 @@ def test_a_consoles_session_reads_its_turns_and_its_settings_only_ever_tighten(e
     )
     assert refused.status_code == 400
     assert "settings.licence_valid_until" in refused.json()
+
+
+@pytest.mark.django_db
+def test_the_approvers_see_where_each_value_came_from_as_the_runtime_found_it(
+    editor, approver, client_for
+):
+    client = client_for(editor)
+    opened = _post(client, "/v1/sessions", {"agent": "assistant", "catalogue": inbox_catalogue()})
+    ident = opened.json()["id"]
+    _post(
+        client,
+        f"/v1/sessions/{ident}/record",
+        {"tool": "get_order", "arguments": {"order_id": "A1"}, "result": {"order_id": "A1"}},
+    )
+    _post(client, f"/v1/sessions/{ident}/read", {"turn": "refund 20 on order A1"})
+    asked = _post(
+        client,
+        f"/v1/sessions/{ident}/check",
+        {
+            "tool": "refund_card",
+            "arguments": {"order_id": "A1", "amount": 20},
+            "origins": {"order_id": "model"},
+        },
+    ).json()
+    assert asked["decision"] == "confirm" and "argument_origin: order_id" in asked["reasons"]
+    page = client_for(approver).get("/approvals/").content.decode()
+    amount = page[page.index('data-argument="amount"') :].split("</tr>")[0]
+    assert "typed by the person" in amount and "said in turn 1" in amount
+    order = page[page.index('data-argument="order_id"') :].split("</tr>")[0]
+    assert "written by the model" in order and "as the agent&#x27;s program said" in order
