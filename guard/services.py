@@ -25,6 +25,7 @@ from console.services import event_record
 from console.tracing import decision_span
 from firewall.engine.names import name_key
 from guard import engine
+from guard.engine.execution import undo_plan
 from guard.models import GuardSession
 from rulebooks import budget, compiler
 from stalwart_agents import runtime
@@ -494,5 +495,46 @@ def session_read(*, actor: Actor, session: GuardSession, turn: str) -> dict[str,
         raise ValidationError({"turn": ["the person's turn, as text"]})
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     session.turns = [*session.turns, turn][-50:]
-    session.save(update_fields=["turns", "updated_at"])
+    # A turn of the person begins a run: a refusal from now on undoes only what runs from now on.
+    session.run_from = len((session.history or {}).get("entries", []))
+    session.save(update_fields=["turns", "run_from", "updated_at"])
     return {"turns": len(session.turns)}
+
+
+def session_undo_plan(*, actor: Actor, session: GuardSession) -> dict[str, Any]:
+    """The undo of the current run's writes, last first, for the agent's process to carry out:
+    each `compensate` step is then sent through `execute` with its `compensation_of`, so the tool
+    check verifies it as the undo of that step, and it runs once."""
+    require(actor, "guard.check")
+    session = GuardSession.objects.get(pk=session.pk)
+    check = _tool_check(session)
+    try:
+        history = session_history(check, session)
+    except engine.GuardError as exc:
+        raise ValidationError({"history": [str(exc)]}) from exc
+    entries = [entry.content for entry in history]
+    writes = [
+        index
+        for index in range(session.run_from, len(entries))
+        if entries[index].get("compensation_of") is None
+        and getattr(check.catalogue.tools.get(str(entries[index].get("tool"))), "kind", "write")
+        != "read"
+    ]
+    undone = [index for index in range(len(history)) if history.undone_by(index) is not None]
+    steps = undo_plan(check.catalogue, entries, writes, undone=undone)
+    return {
+        "steps": [
+            {
+                "index": step.index,
+                "tool": step.tool,
+                "status": step.status,
+                **(
+                    {"compensation": step.compensation, "arguments": dict(step.arguments)}
+                    if step.status == "compensate"
+                    else {}
+                ),
+                **({"missing": list(step.missing)} if step.missing else {}),
+            }
+            for step in steps
+        ]
+    }

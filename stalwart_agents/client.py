@@ -416,6 +416,8 @@ def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict
 
 
 Tool = Callable[[dict[str, Any], ExecutionContext], Any]
+#: The outcomes after which the run's earlier writes are undone, last first.
+UNDO_AFTER = frozenset({"REFUSED", "REJECTED", "BLOCKED", "FAILED"})
 Authorize = Callable[[dict[str, Any], ExecutionContext], bool]
 
 
@@ -715,6 +717,50 @@ class RemoteSession(Session):
         tool: str,
         arguments: Mapping[str, Any],
         function: Tool | None = None,
+        **given: Any,
+    ) -> dict[str, Any]:
+        """Run a call through the console's executor (see `_execute`); a refusal, a block or a
+        failure undoes the run's earlier writes, last first (`undone`), each undo sent through
+        the executor as the undo of its step."""
+        outcome = self._execute(tool, arguments, function, **given)
+        if outcome.get("outcome") in UNDO_AFTER and given.get("compensation_of") is None:
+            undone = self.undo()
+            if undone:
+                outcome["undone"] = undone
+        return outcome
+
+    def undo(self) -> list[dict[str, Any]]:
+        """Undo the run's writes now, last first: the console plans it, this process runs it."""
+        plan = self.client.post(f"/v1/sessions/{self.id}/undo", {})
+        report: list[dict[str, Any]] = []
+        for step in plan.get("steps", []):
+            item = {k: step[k] for k in ("index", "tool", "status") if k in step}
+            if step.get("status") == "compensate":
+                item["compensation"] = step["compensation"]
+                function = self.tools.get(step["compensation"])
+                if function is None:
+                    item.update(status="failed", reasons=["no_function"])
+                else:
+                    ran = self._execute(
+                        step["compensation"],
+                        step.get("arguments") or {},
+                        function,
+                        compensation_of=step["index"],
+                    )
+                    ok = ran.get("outcome") in ("SUCCEEDED", "PARTIAL")
+                    item["status"] = "compensated" if ok else "failed"
+                    if not ok:
+                        item["reasons"] = list(ran.get("reasons") or [])
+            elif step.get("missing"):
+                item["missing"] = list(step["missing"])
+            report.append(item)
+        return report
+
+    def _execute(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Tool | None = None,
         *,
         origins: Mapping[str, str] | None = None,
         labels: list[str] | None = None,
@@ -766,6 +812,8 @@ class RemoteSession(Session):
             key=begun.get("key", ""),
         )
         report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key}
+        if compensation_of is not None:
+            report["compensation_of"] = compensation_of
         if authorize is not None and authorize(dict(arguments), ctx) is not True:
             report["blocked"] = "the domain refused the call"
         else:

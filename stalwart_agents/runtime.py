@@ -163,6 +163,10 @@ class Wiring:
                 history = self.check.load_history(history, head=head)
             except engine.GuardError:
                 pass  # the check refuses it (history_invalid), naming what is wrong
+        if call.get("compensation_of") is not None:
+            # An undo answers to the step it undoes (step 6 holds it to exactly that), not to
+            # the person's last turn, which asked for the run and not for its undo.
+            turns = ()
         arguments = call.get("arguments")
         origins_detail: dict[str, Any] = {}
         if (

@@ -138,6 +138,18 @@ class SessionRecordView(APIView):
         return Response(services.session_record(actor=actor, session=session, data=data))
 
 
+class SessionUndoView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """The undo of the current run's writes, last first: `{"steps": [...]}`, each step to
+        send through `execute` with its `compensation_of` (the SDK does it on a refusal)."""
+        actor, session = _session(request, session_id)
+        _body(request, set())
+        return Response(services.session_undo_plan(actor=actor, session=session))
+
+
 class SessionReadView(APIView):
     @extend_schema(
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
@@ -149,7 +161,16 @@ class SessionReadView(APIView):
         return Response(services.session_read(actor=actor, session=session, turn=data["turn"]))
 
 
-EXECUTE_FIELDS = {"tool", "arguments", "origins", "labels", "context", "token", "user"}
+EXECUTE_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "context",
+    "token",
+    "user",
+    "compensation_of",
+}
 EFFECT_FIELDS = {
     "tool",
     "arguments",
