@@ -53,9 +53,7 @@ class SettingsForm(forms.ModelForm):
     def clean(self):  # noqa: ANN201
         cleaned = super().clean()
         if self.refused_fields:
-            raise forms.ValidationError(
-                f"{ADMIN_ONLY_MESSAGE}: " + ", ".join(self.refused_fields)
-            )
+            raise forms.ValidationError(f"{ADMIN_ONLY_MESSAGE}: " + ", ".join(self.refused_fields))
         return cleaned
 
     def clean_notify_url(self) -> str:

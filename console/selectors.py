@@ -12,7 +12,6 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from console.models import (
-    SAID_FIELDS,
     AuditRow,
     Decision,
     Event,
