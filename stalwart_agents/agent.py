@@ -318,19 +318,29 @@ class Agent:
         names. Each user has a conversation of their own, with its own signed history and ledger.
         Returns the router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`);
         raises `SelectorUnavailableError` where the firewall cannot answer (nothing runs).
+        With `STALWART_URL` set, a conversation's first turn takes the language, `on_unread` and
+        the modes of the checks of what was said from the console's Settings
+        (`stalwart_agents.console_settings`); where the console cannot answer, that raises
+        `SelectorUnavailableError` and the turn is not taken.
         """
         from router import engine as router_engine
         from stalwart_agents.chat import ChatExecutor, firewall_gate
+        from stalwart_agents.console_settings import console_settings
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
         if conversation is None:
             settings = self.file.other.get("settings") or {}
+            # Connected to a console: its Settings, read once at this conversation's first turn.
+            console = console_settings()
             router = router_engine.Router(
                 self.file,
                 rulebook=self._rules.record,
                 agent=agent,
-                language=language or settings.get("language") or "en",
+                language=language
+                or settings.get("language")
+                or (console.language if console else None)
+                or "en",
             )
             executor = ChatExecutor(self._run_tool, user=user)
             conversation = router_engine.Conversation(
@@ -341,6 +351,8 @@ class Agent:
                 session=f"{user}-{secrets.token_hex(4)}",
                 gate=firewall_gate(self.firewall) if self.firewall is not None else None,
                 gate_name="firewall",
+                organisation_on_unread=console.on_unread if console else None,
+                said_modes=console.said_modes if console else None,
             )
             executor.bind(conversation)
             self._conversations[key] = conversation
