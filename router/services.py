@@ -79,19 +79,15 @@ def plan_turn(
             on_unread=settings.on_unread,
             agent=agent,
         )
+        post_checks = engine.said_checks(
+            router, turns=[*state.turns, turn], modes=said_modes(actor.organisation.pk)
+        )
     except engine.VocabularyInvalid as exc:
         raise ValidationError({"vocabulary": [str(exc)]}) from exc
     except engine.RouterError as exc:
         raise ValidationError({"non_field_errors": [str(exc)]}) from exc
     tool_check = guard_engine.ToolCheck(
-        loaded,
-        key=secrets.token_bytes(32),
-        rulebook=rulebook,
-        post_checks=engine.said_checks(
-            router,
-            turns=[*state.turns, turn],
-            modes=said_modes(actor.organisation.pk),
-        ),
+        loaded, key=secrets.token_bytes(32), rulebook=rulebook, post_checks=post_checks
     )
     session = tool_check.new_history("plan")
     problems: dict[str, list[str]] = {}

@@ -218,3 +218,38 @@ def test_a_state_too_large_is_refused(editor, client_for):
     )
     assert status == 400
     assert "larger than" in " ".join(answer["results"])
+
+
+def _random_value(rng, depth=0):  # noqa: ANN001, ANN202
+    atoms = [None, True, 1, -2.5, "", "ask", "tool", "unread", "say_again", "4411", "get_order"]
+    roll = rng.random()
+    if depth > 4 or roll < 0.4:
+        return rng.choice(atoms)
+    if roll < 0.65:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = ["kind", "call", "tool", "arguments", "result", "said", "origins", "steps", "missing"]
+    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+def test_any_state_is_planned_or_refused_never_an_error(editor, client_for):
+    import random
+
+    rng = random.Random(14)
+    client = client_for(editor)
+    answered = set()
+    for _ in range(60):
+        asked = {"kind": "ask", "turn": "send the receipt for order 4411", "missing": ["email"]}
+        asked["call"] = {"tool": "send_receipt", "arguments": {"order_id": _random_value(rng)}}
+        history = rng.choice([_random_value(rng), [asked], [asked, _random_value(rng)]])
+        results = rng.choice(
+            [
+                _random_value(rng),
+                [{"tool": "get_order", "arguments": {}, "result": _random_value(rng)}],
+            ]
+        )
+        body = {"turn": "ana@x.com", "catalogue": RECEIPTS, "history": history}
+        body["results"] = results
+        status, _ = _plan(client, body)
+        assert status in (200, 400), body
+        answered.add(status)
+    assert answered == {200, 400}
