@@ -171,7 +171,7 @@ def test_a_key_the_console_refuses_stops_the_turn(desk, console, monkeypatch):
 
 def test_a_setting_this_sdk_does_not_know_stops_the_turn(desk, console):
     # A console newer than this SDK (or a row written around the console's validation).
-    _settings(console, s2_veto="ask_twice")
+    _settings(console, s2_veto="twice")
     agent = Agent.from_file(desk, verify=False)
     with pytest.raises(SelectorUnavailableError, match="s2_veto"):
         agent.chat("show order 4411", user="ivo")
