@@ -83,9 +83,8 @@ def _settings_of(obj: OrganisationSettings | None) -> dict[str, Any]:
         "licence_on_lapse": obj.licence_on_lapse,
         "language": obj.language,
     }
-    said = {name: getattr(obj, name) for name in runtime.SAID_DEFAULT if hasattr(obj, name)}
-    if said:  # the modes of S1, S2 and the confirmation reading, on the Settings page
-        settings["said"] = said
+    # The modes of S1, S2, the confirmation reading and the origin of values (the Settings page).
+    settings["said"] = {name: getattr(obj, name) for name in (*runtime.SAID_DEFAULT, "grounded")}
     return settings
 
 
@@ -136,7 +135,7 @@ def stricter_settings(organisation: dict[str, Any], own: dict[str, Any]) -> dict
         merged["taint_policy"] = "refuse"
     said = dict(merged.get("said") or runtime.SAID_DEFAULT)
     for name, mode in (own.get("said") or {}).items():
-        if _MODE_RANK[mode] > _MODE_RANK[said.get(name, "confirm")]:
+        if _MODE_RANK.get(mode, 0) > _MODE_RANK[said.get(name, "confirm")]:
             said[name] = mode
     merged["said"] = said
     if own.get("language"):

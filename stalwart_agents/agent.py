@@ -381,16 +381,30 @@ class Agent:
         names. Each user has a conversation of their own, with its own signed history and ledger.
         Returns the router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`);
         raises `SelectorUnavailableError` where the firewall cannot answer (nothing runs).
+        With `STALWART_URL` set, a conversation's first turn takes the language, `on_unread` and
+        the modes of the checks of what was said from the console's Settings
+        (`stalwart_agents.console_settings`); where the console cannot answer, that raises
+        `SelectorUnavailableError` and the turn is not taken.
         """
         from router import engine as router_engine
         from stalwart_agents import runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
+        from stalwart_agents.console_settings import console_settings
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
         if conversation is None:
             settings = dict(self.file.other.get("settings") or {})
-            chosen = language or settings.get("language") or "en"
+            # Connected to a console: its Settings, read once at this conversation's first turn.
+            console = console_settings()
+            chosen = (
+                language
+                or settings.get("language")
+                or (console.language if console else None)
+                or "en"
+            )
+            if console is not None and "said" not in settings:
+                settings["said"] = dict(console.said_modes)
             router = self._routers.get((agent, chosen))
             if router is None:  # read once per agent and language; every conversation shares it
                 router = router_engine.Router(
@@ -413,6 +427,7 @@ class Agent:
                 context=self.context,
                 gate=firewall_gate(self.firewall) if self.firewall is not None else None,
                 gate_name="firewall",
+                organisation_on_unread=console.on_unread if console else None,
             )
             executor.bind(conversation)
             self._conversations[key] = conversation

@@ -119,6 +119,14 @@ def split_settings(
     if said is not None:
         if not isinstance(said, Mapping):
             raise SettingsRefused("said: must map s1_veto, s2_veto, confirm_read to a mode")
+        said = dict(said)
+        grounded = said.pop("grounded", "confirm")
+        if grounded not in ("off", "confirm"):
+            raise SettingsRefused(f"said.grounded: runs off or confirm, not `{grounded}`")
+        if grounded == "off":  # the origin of values, step 11's `argument_origin`, switched off
+            listed = given.get("checks")
+            on = list(listed) if isinstance(listed, list) else sorted(NAMES)
+            given["checks"] = [name for name in on if name != "grounded"]
         for name, mode in said.items():
             if name not in SAID_DEFAULT:
                 raise SettingsRefused(f"said.{name}: is not a check of what was said")
