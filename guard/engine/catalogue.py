@@ -37,9 +37,10 @@ from jsonschema.exceptions import SchemaError
 
 from .errors import CatalogueInvalid, Issue
 from .kinds import KINDS, is_write, parse_tool_kinds, resolve_kind
+from .marks import Cost, free_text_arguments, parse_cost, parse_fetches
 from .patterns import pattern_issues
 from .refs import parse_source
-from .schema import ArgumentSchema, compile_parameters
+from .schema import ArgumentSchema, compile_parameters, declared_names
 from .taint import TRUST_LEVELS
 from .tool_checks import CheckItem, parse_checks
 
@@ -67,6 +68,8 @@ TOOL_KEYS = frozenset(
         "withdrawn",
         "secret",
         "undo",
+        "fetches",
+        "cost",
     }
 )
 
@@ -134,6 +137,14 @@ class Tool:
     secret: frozenset[str] = frozenset()
     # `undo: none`: the team says a failed run may leave this write done (no undo is asked for).
     undo_none: bool = False
+    # The arguments the model is expected to write (`"free_text": true` on the argument's schema):
+    # value origin (`argument_origin`) does not ask about them.
+    free_text: frozenset[str] = frozenset()
+    # The arguments a read fetches (`fetches: [url]`): step 4 lets their destinations through while
+    # the address check is on, and the address check reads them as hosts.
+    fetches: tuple[str, ...] = ()
+    # What one call costs the run, in cents (`cost: 5` or `cost: {argument: price}`).
+    cost: Cost | None = None
 
     @property
     def is_write(self) -> bool:
@@ -354,8 +365,8 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
     irreversible = _bool(raw, "irreversible", where, issues)
     idempotent = _bool(raw, "idempotent", where, issues)
     withdrawn = _bool(raw, "withdrawn", where, issues)
-    if arguments is None:
-        return None
+    cost, found = parse_cost(raw.get("cost"), where, parameters)
+    issues.extend(found)
     kind = resolve_kind(
         name,
         file_kinds=file_kinds,
@@ -364,6 +375,15 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         description=description,
         argument_names=parameters,
     )
+    fetches, found = parse_fetches(raw.get("fetches"), where, kind, parameters)
+    issues.extend(found)
+    if arguments is None:
+        return None
+    raw_parameters = raw.get("parameters")
+    free_text, found = free_text_arguments(
+        raw_parameters, declared_names(raw_parameters), where, fetches
+    )
+    issues.extend(found)
     uninferred = resolve_kind(name, file_kinds=file_kinds, mark=mark, infer=False)
     return Tool(
         name=name,
@@ -385,6 +405,9 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         requires_trust=requires_trust,
         withdrawn=withdrawn,
         secret=frozenset(secret),
+        free_text=free_text,
+        fetches=fetches,
+        cost=cost,
     )
 
 
