@@ -58,6 +58,7 @@ from .toolcheck import tainting
 
 MODEL_CHOSEN = frozenset({"model", "opaque"})
 
+
 def argument_kinds(graph: Graph) -> dict[str, dict[str, str]]:
     """Each tool's arguments declared as code, a command, a query or a destination.
 

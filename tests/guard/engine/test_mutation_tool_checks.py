@@ -277,7 +277,10 @@ INVALID_CHECKS = [
         {"at_most": {"count": 3, "per": "day"}, "note": "x"},
         f"{AT}: must be a condition on an argument, a limit, a spend, a cap_cost or a require",
     ),
-    ({"at_most": 3}, f"{AT}: must be a condition on an argument, a limit, a spend, a cap_cost or a require"),
+    (
+        {"at_most": 3},
+        f"{AT}: must be a condition on an argument, a limit, a spend, a cap_cost or a require",
+    ),
     (
         {"argument": "price", "at_most": 3},
         f"{AT}.argument: must name an argument of this tool, not `price`",
