@@ -363,12 +363,15 @@ class ToolCheck:
         head: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
         token: str | None = None,
+        cost: Any = None,
         checks: Collection[str] | None = None,
         now: Any = None,
         usage: Mapping[str, Any] | None = None,
-        cost: Any = None,
     ) -> Decision:
         """Decide one call: `allow`, `confirm` or `refuse`, with reasons and detail.
+
+        `cost` is what the host says this call costs the run, in cents (the tool's declared
+        `cost:` counts where larger), read by a `cap_cost` check.
 
         `session` is the session's `History` (kept by the caller: O(1) per call) or its JSON
         (verified here, O(n)); `head` the point it must end at (`History.head`, kept per session
@@ -377,9 +380,7 @@ class ToolCheck:
         called now);
         `token` a confirmation token; `checks` the checks switched on for this call (default: the
         settings' list, or all); `now` a datetime or epoch seconds; `usage` what the host counted
-        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`; `cost` what the host
-        says this call costs the run, in cents (the tool's declared `cost:` counts where larger),
-        read by a `cap_cost` check.
+        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`.
         """
         on = self._default_on if checks is None else switched_on(checks)
         epoch = _epoch(now)
