@@ -11,7 +11,7 @@ A catalogue is a mapping (JSON, or what `agent_yaml.load_agent_yaml` makes of an
                 "compensation": {"tool": "refund_card", "bind": {"amount": "arguments.amount"}},
                 "irreversible": false, "idempotent": false, "checks": [...],
                 "reads_outside": ["email"], "requires_trust": "internal", "withdrawn": false,
-                "secret": ["card_number"]}],
+                "secret": ["card_number"], "fetches": ["url"], "cost": 5}],
      "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}}}
 
 Order rules (`after`, `not_after`) name a tool, or `{tool, bind}` where `bind` maps an argument of
@@ -20,6 +20,10 @@ meaning `result.<field>`, see `refs`): `after: [{tool: get_order, bind: {order_i
 holds only once a `get_order` ran whose result's `order_id` equals this call's `order_id`. `at_most:
 N` allows N calls of the tool in the session. A compensation names the undo tool and binds each of
 the undo's arguments to a source in the call it undoes.
+
+An argument's schema may carry `"free_text": true` (the model is expected to write it); a read may
+list `fetches` (the arguments that are addresses it fetches); `cost` is what one call costs the run,
+in cents, or `{argument: <name>}`. `marks.py` says how each is read and what it changes.
 
 Loading collects every issue at once, each naming its path (`tools[2].parameters: ...`), and raises
 `CatalogueInvalid`; nothing half-loaded is returned.

@@ -8,15 +8,18 @@ Order (the first that applies decides; see `checks.REGISTRY` for the switchable 
      1 allowed tools            unknown_tool, agent_required, licence_lapsed
      2 session record           history_invalid
      3 arguments                argument_schema (detail `pointer`, e.g. `/note`)
-     4 destinations             undeclared_destination (tools not declared `sends_out`)
+     4 destinations             undeclared_destination (tools not declared `sends_out`; a read's
+                                `fetches` arguments pass while the address check is on)
      5 order                    order_rule (rule `after get_order`, `not_after ...`, `at_most N`)
      6 undo                     compensation_spent, compensation_mismatch
      7 the tool's own checks    condition_failed, condition_unknown, usage_unknown, limit_reached,
-                                spend_unknown, spend_exceeded (never on a verified undo)
+                                spend_unknown, spend_exceeded, cost_unknown, cost_exceeded
+                                (never on a verified undo)
      8 the rulebook's gate      the gate's own reasons and detail (e.g. reasons ["refuse"], flow)
      9 outside content          tainted_call, where `taint_policy` is `refuse`
     10 confirmation             confirmed (allow), or token_invalid / token_mismatch / token_expired
-    11 a person is needed       gate reasons or gate_clarify, argument_origin: <arg>, tainted_call,
+    11 a person is needed       gate reasons or gate_clarify, argument_origin: <arg> (never for a
+                                `free_text` argument), tainted_call,
                                 irreversible_pivot, schema_partial; a write with none of them: write
     12 a verified undo          compensation (allow)
     13 anything else            allow
