@@ -518,3 +518,32 @@ def test_a_cap_stands_alone_in_its_check():
     data = priced()
     data["tools"][0]["checks"] = [{"cap_cost": 5, "per": "day"}]
     assert issues_of(data) == ["tools[0].checks[0]: `cap_cost` stands alone in its check"]
+
+
+def test_a_list_of_fetched_addresses_is_held_entry_by_entry_and_a_lookalike_name_is_not_exempt():
+    data = {
+        "tools": [
+            {
+                "name": "fetch_pages",
+                "kind": "read",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"url": {"type": "array", "items": TEXT}, "url2": TEXT},
+                },
+                "fetches": ["url"],
+            }
+        ]
+    }
+    check = ToolCheck(data, key=KEY)
+    history = check.new_history("s")
+
+    def pages(**arguments):
+        return check.check({"tool": "fetch_pages", "arguments": arguments}, session=history)
+
+    allowed = pages(url=["https://a.example/", "https://b.example/"])
+    assert allowed.decision == "allow"
+    assert [item["pointer"] for item in allowed.detail["fetches"]] == ["/url/0", "/url/1"]
+    refused = pages(url=["https://a.example/", "http://10.0.0.1/"])
+    assert (refused.reasons, refused.detail["pointer"]) == (("disallowed_address",), "/url/1")
+    other = pages(url=["https://a.example/"], url2="https://c.example/")
+    assert (other.reasons, other.detail["pointer"]) == (("undeclared_destination",), "/url2")
