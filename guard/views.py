@@ -23,7 +23,6 @@ ORIGINS = {
 
 def _card(request: ApprovalRequest) -> dict:
     arguments = approvals.shown_arguments(request)
-    seen = (request.detail or {}).get("arguments") or {}
     return {
         "request": request,
         "arguments": [
@@ -32,9 +31,6 @@ def _card(request: ApprovalRequest) -> dict:
                 "value": value,
                 "origin": request.origins.get(name, ""),
                 "origin_text": ORIGINS.get(request.origins.get(name, ""), "origin not given"),
-                # The catalogue marks it free text: the model is expected to write it.
-                "free_text": isinstance(seen.get(name), dict)
-                and seen[name].get("free_text") is True,
             }
             for name, value in sorted(arguments.items())
         ],
