@@ -154,7 +154,12 @@ class Agent:
         verify: bool = True,
         source: str | None = None,
         firewall: Any = None,
+        model: Any = None,
     ) -> None:
+        from stalwart_agents.models import AgentModels
+
+        # The model each agent talks to: the file's, else `model=` (see stalwart_agents.models).
+        self.models = AgentModels(file, path, model)
         self.file = file
         self.firewall = firewall
         self.path = path
@@ -229,6 +234,7 @@ class Agent:
         context: Any = None,
         colang_version: str | None = None,
         verify: bool = True,
+        model: Any = None,
     ) -> Agent:
         path = Path(path)
         try:
@@ -253,6 +259,7 @@ class Agent:
             verify=verify,
             source=text,
             firewall=cls._firewall(path, agent_file, text),
+            model=model,
         )
 
     @staticmethod
@@ -341,6 +348,7 @@ class Agent:
                 session=f"{user}-{secrets.token_hex(4)}",
                 gate=firewall_gate(self.firewall) if self.firewall is not None else None,
                 gate_name="firewall",
+                model=self.models.for_router(router),
             )
             executor.bind(conversation)
             self._conversations[key] = conversation

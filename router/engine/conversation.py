@@ -15,7 +15,12 @@
   (values' origin `model`), and `action: ask` first asks the person whether the model may have it.
 
 No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
-With no model adapter, such a turn is refused, never run unchecked. The executor is the host's
+With no model adapter, such a turn is refused, never run unchecked; a model that cannot answer
+(`ModelUnavailable`: unreachable, timed out, an answer it could not read) refuses the turn with
+the reason, and nothing runs. The model is sent the conversation so far (`transcript`: each turn
+of the person and each reply, the question of `ask` and the yes to it included) and the schemas
+of the tools the agent may reach; whatever origin a model claims for an argument, the values of
+a call it asks for are the model's (`origins` `model`). The executor is the host's
 function `executor(tool, arguments) -> result`; an executor that raises leaves nothing recorded
 and says the step failed; one that answers `Replayed(result)` says the same call had already run
 with nothing in between (its ledger held the intent): nothing ran again and nothing is recorded
@@ -171,6 +176,7 @@ class Conversation:
         self.gate = gate
         self.gate_name = gate_name
         self.turns: list[str] = []
+        self.transcript: list[dict[str, str]] = []
         if check is None:
             if key is None:
                 raise RouterError("a conversation needs a tool check, or a key to build one")
@@ -201,6 +207,12 @@ class Conversation:
 
     def say(self, turn: str) -> Reply:
         """Take one turn of the person and answer it."""
+        self.transcript.append({"role": "user", "content": turn})
+        reply = self._answer(turn)
+        self.transcript.append({"role": "assistant", "content": reply.text})
+        return reply
+
+    def _answer(self, turn: str) -> Reply:
         if self._on_unread is None:
             setting = self._organisation() if callable(self._organisation) else self._organisation
             self._on_unread = setting or plans.REFUSE
@@ -385,24 +397,30 @@ class Conversation:
         if self.model is None:
             reply.text = self.phrases("unread_refused")
             return reply
+        reachable = tuple(sorted(self.router.reachable))
         request = ModelRequest(
             TURN,
             turn,
             self.router.language,
-            tools=tuple(sorted(self.router.reachable)),
+            tools=reachable,
             history=tuple(self.turns[:-1]),
+            messages=tuple(dict(message) for message in self.transcript),
+            schemas=tuple(self._schema(name) for name in reachable),
         )
         try:
             answer = ModelReply.of(self.model.respond(request))
-        except ModelUnavailable:
-            reply.text = self.phrases("unread_refused")
+        except ModelUnavailable as error:
+            reply.text = self.phrases("model_unavailable", reason=str(error))
             return reply
         texts = []
         for asked in answer.calls:
+            arguments = asked.get("arguments")
+            arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
             call = {
                 "tool": asked.get("tool"),
-                "arguments": dict(asked.get("arguments") or {}),
-                "origins": dict(asked.get("origins") or {}),
+                "arguments": arguments,
+                # The model wrote every value, whatever origin its reply claims.
+                "origins": {name: "model" for name in arguments},
             }
             owner = self.router.owner_of(str(call["tool"]))
             if owner is not None:
@@ -430,6 +448,11 @@ class Conversation:
             texts.insert(0, answer.text)
         reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
         return reply
+
+    def _schema(self, name: str) -> dict[str, Any]:
+        tool = self.router.catalogue.tools[name]
+        parameters = dict(tool.parameters or {"type": "object", "properties": {}})
+        return {"name": name, "description": tool.description or name, "parameters": parameters}
 
     def _calculate(self, plan: Plan) -> Reply:
         reply = Reply("", plan, model_called=self.model is not None)
