@@ -50,7 +50,7 @@ from guard.engine.post_checks import stricter_only
 
 from . import plan as plans
 from .errors import ModelUnavailable, RouterError
-from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest
+from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest, tool_schemas
 from .phrases import Phrases
 from .plan import Plan
 from .router import Router
@@ -405,7 +405,7 @@ class Conversation:
             tools=reachable,
             history=tuple(self.turns[:-1]),
             messages=tuple(dict(message) for message in self.transcript),
-            schemas=tuple(self._schema(name) for name in reachable),
+            schemas=tool_schemas(self.router.catalogue, reachable),
         )
         try:
             answer = ModelReply.of(self.model.respond(request))
@@ -448,11 +448,6 @@ class Conversation:
             texts.insert(0, answer.text)
         reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
         return reply
-
-    def _schema(self, name: str) -> dict[str, Any]:
-        tool = self.router.catalogue.tools[name]
-        parameters = dict(tool.parameters or {"type": "object", "properties": {}})
-        return {"name": name, "description": tool.description or name, "parameters": parameters}
 
     def _calculate(self, plan: Plan) -> Reply:
         reply = Reply("", plan, model_called=self.model is not None)

@@ -81,6 +81,18 @@ class ModelReply:
         )
 
 
+def tool_schemas(catalogue: Any, names: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    """What a model is shown of each tool: its name, description and JSON Schema of arguments."""
+    schemas = []
+    for name in names:
+        tool = catalogue.tools[name]
+        parameters = dict(tool.parameters or {"type": "object", "properties": {}})
+        schemas.append(
+            {"name": name, "description": tool.description or name, "parameters": parameters}
+        )
+    return tuple(schemas)
+
+
 class ModelAdapter(Protocol):
     """A model a conversation may call."""
 
