@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from router.engine.errors import ModelNameInvalid, ModelUnavailable
-from stalwart_agents.agent import AgentFileError
 from router.engine.models import (
     FUNCTION,
     ModelAdapter,
@@ -46,6 +45,7 @@ from router.engine.models import (
     ScriptedModel,
     parse_model_name,
 )
+from stalwart_agents.agent import AgentFileError
 
 __all__ = [
     "AgentModels",
@@ -65,7 +65,9 @@ DEFAULT_RETRIES = 1
 DEFAULT_MAX_TOKENS = 1024
 MAX_CALLS = 16
 MAX_TEXT = 8000
-OPTION_KEYS = frozenset({"base_url", "timeout", "max_retries", "max_tokens", "api_key_env", "replies"})
+OPTION_KEYS = frozenset(
+    {"base_url", "timeout", "max_retries", "max_tokens", "api_key_env", "replies"}
+)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\n(?P<code>.*?)\n?```\s*$", re.DOTALL)
 
@@ -189,12 +191,17 @@ def read_models_section(section: Any, *, folder: Path | None = None) -> dict[str
             raise ModelConfigInvalid(f"{where}.replies: only a `scripted:` model has replies")
         options[str(name)] = ModelOptions(
             base_url=base_url,
-            timeout=float(_number(raw.get("timeout", DEFAULT_TIMEOUT), f"{where}.timeout", 0.1, 600)),
+            timeout=float(
+                _number(raw.get("timeout", DEFAULT_TIMEOUT), f"{where}.timeout", 0.1, 600)
+            ),
             max_retries=_number(
                 raw.get("max_retries", DEFAULT_RETRIES), f"{where}.max_retries", 0, 5, integer=True
             ),
             max_tokens=_number(
-                raw.get("max_tokens", DEFAULT_MAX_TOKENS), f"{where}.max_tokens", 1, 200000,
+                raw.get("max_tokens", DEFAULT_MAX_TOKENS),
+                f"{where}.max_tokens",
+                1,
+                200000,
                 integer=True,
             ),  # fmt: skip
             api_key_env=env,
@@ -217,7 +224,7 @@ def _messages(request: ModelRequest) -> list[dict[str, str]]:
     """The conversation as alternating user/assistant messages, starting and ending with the
     person (what both providers take)."""
     if request.purpose == FUNCTION:
-        data = json.dumps(request.data, ensure_ascii=False, default=str)[:MAX_TEXT * 4]
+        data = json.dumps(request.data, ensure_ascii=False, default=str)[: MAX_TEXT * 4]
         return [{"role": "user", "content": f"{request.turn}\n\ndata = {data}"}]
     given = [
         {"role": m.get("role", ""), "content": str(m.get("content") or "")}
@@ -253,7 +260,9 @@ def _reply(text: Any, calls: list[dict[str, Any]], request: ModelRequest) -> Mod
         raise ModelUnavailable("its answer could not be read (the text is not a text)")
     text = (text or "").strip()[:MAX_TEXT] or None
     if len(calls) > MAX_CALLS:
-        raise ModelUnavailable(f"it asked for {len(calls)} tool calls at once (at most {MAX_CALLS})")
+        raise ModelUnavailable(
+            f"it asked for {len(calls)} tool calls at once (at most {MAX_CALLS})"
+        )
     if request.purpose == FUNCTION:
         if not text:
             raise ModelUnavailable("it wrote no function")
@@ -357,7 +366,9 @@ def _arguments(value: Any) -> dict[str, Any]:
         try:
             value = json.loads(value or "{}")
         except ValueError:
-            raise ModelUnavailable("the arguments of a tool call it asked for are not JSON") from None
+            raise ModelUnavailable(
+                "the arguments of a tool call it asked for are not JSON"
+            ) from None
     if not isinstance(value, Mapping):
         raise ModelUnavailable("the arguments of a tool call it asked for are not an object")
     return dict(value)
@@ -416,7 +427,9 @@ class OpenAIModel(_SDKModel):
             name = getattr(function, "name", None)
             if not isinstance(name, str) or not name:
                 raise ModelUnavailable("a tool call it asked for has no name")
-            calls.append({"tool": name, "arguments": _arguments(getattr(function, "arguments", ""))})
+            calls.append(
+                {"tool": name, "arguments": _arguments(getattr(function, "arguments", ""))}
+            )
         return _reply(getattr(message, "content", None), calls, request)
 
 
@@ -517,7 +530,8 @@ class AgentModels:
         if isinstance(given, str):
             self._check_name(given, "model")
         elif given is not None and not (
-            isinstance(getattr(given, "name", None), str) and callable(getattr(given, "respond", None))
+            isinstance(getattr(given, "name", None), str)
+            and callable(getattr(given, "respond", None))
         ):
             raise ModelConfigInvalid(
                 "model: give a `provider:model` name or an adapter with `name` and `respond()`"

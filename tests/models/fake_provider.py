@@ -127,7 +127,9 @@ def anthropic_message(text: str | None = None, calls: list[tuple[str, Any]] = ()
     if text:
         content.append({"type": "text", "text": text})
     for index, (name, arguments) in enumerate(calls):
-        content.append({"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": arguments})
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": arguments}
+        )
     return {
         "id": "msg_fake",
         "type": "message",

@@ -12,8 +12,8 @@ import pytest
 from stalwart_agents import Agent
 from stalwart_agents.agent import AgentFileError
 
-from .fake_provider import FakeProvider, Hang, Raw, anthropic_message, openai_completion
 from .conftest import PLANTED
+from .fake_provider import FakeProvider, Hang, Raw, anthropic_message, openai_completion
 
 PROVIDERS = {
     "openai": (openai_completion, "OPENAI_API_KEY", "/v1"),

@@ -36,7 +36,9 @@ def post(client, catalogue, turn="write me a poem"):
     return client.post("/try/", {"turn": turn, "agent": "desk", "catalogue": catalogue})
 
 
-def test_with_no_model_configured_the_page_says_so(shop_catalogue, organisation, editor, client_for):
+def test_with_no_model_configured_the_page_says_so(
+    shop_catalogue, organisation, editor, client_for
+):
     OrganisationSettings.objects.filter(organisation=organisation).update(on_unread="model")
     content = post(client_for(editor), catalogue_with(shop_catalogue)).content.decode()
     assert 'data-status="none"' in content
