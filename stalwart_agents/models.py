@@ -484,6 +484,20 @@ class AnthropicModel(_SDKModel):
         return _reply(" ".join(t for t in texts if t) or None, calls, request)
 
 
+@dataclass(frozen=True)
+class NoAdapter:
+    """A model named with a provider no adapter serves: a turn sent to it is refused."""
+
+    name: str
+
+    def respond(self, request: ModelRequest) -> ModelReply:
+        provider = parse_model_name(self.name)[0]
+        raise ModelUnavailable(
+            f"`{self.name}`: no adapter serves the provider `{provider}` "
+            f"(one of {', '.join(PROVIDERS)})"
+        )
+
+
 def make_model(
     name: str,
     options: ModelOptions | None = None,
@@ -524,9 +538,8 @@ class AgentModels:
         self._named = {
             name: agent.model for name, agent in (getattr(catalogue, "agents", {}) or {}).items()
         }
-        for agent, model in self._named.items():
-            if model:
-                self._check_name(model, f"agents.{agent}.model")
+        # A provider we have no adapter for is not an error here (the proof reads any name): a
+        # turn sent to it is refused, naming the provider (`NoAdapter`).
         if isinstance(given, str):
             self._check_name(given, "model")
         elif given is not None and not (
@@ -564,7 +577,10 @@ class AgentModels:
             return given
         else:
             name = given
-        if parse_model_name(name)[0] == "scripted":  # each conversation reads its script anew
+        provider = parse_model_name(name)[0]
+        if provider not in PROVIDERS:
+            return NoAdapter(name)
+        if provider == "scripted":  # each conversation reads its script anew
             return make_model(name, self.options.get(name), agent=agent)
         key = (agent, name)
         if key not in self._made:

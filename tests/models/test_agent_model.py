@@ -95,7 +95,6 @@ def test_a_model_name_given_in_code_resolves_like_the_files(shop_folder, monkeyp
 @pytest.mark.parametrize(
     ("agent_lines", "extra", "given", "said"),
     [
-        ('model: "mystery:x"', "", None, "agents.desk.model: the provider `mystery`"),
         ("on_unread: model", "", "gpt-4", "model: a model is named `provider:model`"),
         ("on_unread: model", "", 42, "model: give a `provider:model` name or an adapter"),
         ("on_unread: model", 'models:\n  "openai:x":\n    colour: blue\n', None,
@@ -109,7 +108,7 @@ def test_a_model_name_given_in_code_resolves_like_the_files(shop_folder, monkeyp
         ("on_unread: model", 'models:\n  "scripted:x":\n    replies: ./missing.yaml\n', None,
          "the replies file `./missing.yaml` cannot be read"),
     ],
-    ids=["provider", "name", "type", "option", "timeout", "url", "replies", "file"],
+    ids=["name", "type", "option", "timeout", "url", "replies", "file"],
 )  # fmt: skip
 def test_a_model_that_cannot_be_configured_is_an_error_naming_the_field(
     shop_folder, agent_lines, extra, given, said
@@ -150,6 +149,14 @@ def test_the_key_is_never_in_an_error_a_repr_or_a_traceback(adapter, monkeypatch
     assert "could not be reached" in str(error)
     assert PLANTED not in shown
     assert error.__cause__ is None and error.__context__ is None  # the SDK's error is not kept
+
+
+def test_a_provider_no_adapter_serves_refuses_the_turn_naming_it(shop_folder):
+    agent = Agent.from_file(shop_folder('model: "mystery:x"\non_unread: model'), verify=False)
+    reply = unread_twice(agent, "write me a poem")
+    assert "no adapter serves the provider `mystery`" in reply.text and reply.ran == []
+    with pytest.raises(AgentFileError, match="the provider `mystery`"):
+        Agent.from_file(shop_folder("on_unread: model"), model="mystery:x", verify=False)
 
 
 def test_make_model_knows_three_providers():
