@@ -7,6 +7,8 @@ read runs, a write it proposes is put to the person, a tool it invents is refuse
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from stalwart_agents import Agent
@@ -224,3 +226,21 @@ def test_openai_base_url_from_the_environment(shop_folder, monkeypatch):
         fake.answers.append(openai_completion("From the local server."))
         assert unread_twice(agent, "write me a poem").text == "From the local server."
         assert fake.requests[0]["body"]["model"] == "llama3.1"
+
+
+def test_a_calculations_function_is_asked_of_the_model_with_the_reads_results(provider):
+    from router.engine.models import ModelRequest
+    from stalwart_agents.models import ModelOptions, make_model
+
+    with FakeProvider() as fake:
+        suffix = PROVIDERS[provider][2]
+        model = make_model(
+            f"{provider}:fake-1", ModelOptions(base_url=fake.url + suffix, max_retries=0)
+        )
+        fake.answers.append(answer(provider, "```python\ndef f(data):\n    return len(data)\n```"))
+        rows = [{"order_id": "4411"}, {"order_id": "4412"}]
+        reply = model.respond(ModelRequest("function", "how many orders", "en", data=rows))
+        (sent,) = fake.requests
+    assert reply.function == "def f(data):\n    return len(data)" and not reply.calls
+    assert "tools" not in sent["body"]
+    assert json.dumps(rows) in sent["body"]["messages"][-1]["content"]
