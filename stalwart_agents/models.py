@@ -65,6 +65,7 @@ DEFAULT_RETRIES = 1
 DEFAULT_MAX_TOKENS = 1024
 MAX_CALLS = 16
 MAX_TEXT = 8000
+MAX_MESSAGES = 40
 OPTION_KEYS = frozenset(
     {"base_url", "timeout", "max_retries", "max_tokens", "api_key_env", "replies"}
 )
@@ -222,7 +223,7 @@ def _system(request: ModelRequest, agent: str | None) -> str:
 
 def _messages(request: ModelRequest) -> list[dict[str, str]]:
     """The conversation as alternating user/assistant messages, starting and ending with the
-    person (what both providers take)."""
+    person (what both providers take): its latest `MAX_MESSAGES`, each cut at `MAX_TEXT`."""
     if request.purpose == FUNCTION:
         data = json.dumps(request.data, ensure_ascii=False, default=str)[: MAX_TEXT * 4]
         return [{"role": "user", "content": f"{request.turn}\n\ndata = {data}"}]
@@ -237,6 +238,9 @@ def _messages(request: ModelRequest) -> list[dict[str, str]]:
             merged[-1]["content"] += "\n" + message["content"]
         else:
             merged.append(dict(message))
+    merged = merged[-MAX_MESSAGES:]  # the conversation's latest turns, bounded
+    for message in merged:
+        message["content"] = message["content"][:MAX_TEXT]
     while merged and merged[0]["role"] != "user":
         merged.pop(0)
     return merged or [{"role": "user", "content": request.turn}]

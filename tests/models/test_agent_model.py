@@ -163,3 +163,17 @@ def test_make_model_knows_three_providers():
     assert isinstance(make_model("openai:x"), OpenAIModel)
     assert isinstance(make_model("anthropic:x"), AnthropicModel)
     assert make_model("scripted:x", replies=["hi"]).respond(ModelRequest("turn", "a", "en")).text
+
+
+def test_the_conversation_sent_to_a_model_is_bounded_and_starts_with_the_person():
+    from stalwart_agents.models import MAX_MESSAGES, MAX_TEXT, _messages
+
+    turns = tuple(
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} " + "x" * 9000}
+        for i in range(101)
+    )
+    sent = _messages(ModelRequest("turn", "100", "en", messages=turns))
+    assert len(sent) <= MAX_MESSAGES and sent[0]["role"] == "user"
+    assert sent[-1]["content"].startswith("100 ") and all(
+        len(m["content"]) <= MAX_TEXT for m in sent
+    )
