@@ -12,7 +12,7 @@ agent may reach) and answers a `ModelReply` (a text, tool calls, or a calculatio
 - `anthropic:<model>` -- Anthropic's messages through the `anthropic` SDK (`base_url:`, else
   `ANTHROPIC_BASE_URL`, else Anthropic's).
 
-The SDKs are the optional extra `stalwart-agents[models]`, imported only when a model is called.
+The SDKs are the optional extra `stalwart[models]`, imported only when a model is called.
 Keys come from the environment only (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, or the variable
 `api_key_env:` names), never from agent.yaml (an `api_key:` there is refused), and are never put
 in a message, an error or a reply. A model that cannot be reached, times out, refuses the key or
@@ -309,7 +309,7 @@ def _import(module: str) -> Any:
         return __import__(module)
     except ImportError:
         raise ModelUnavailable(
-            f"the `{module}` package is not installed (pip install 'stalwart-agents[models]')"
+            f"the `{module}` package is not installed (pip install 'stalwart[models]')"
         ) from None
 
 
