@@ -244,3 +244,15 @@ def test_a_calculations_function_is_asked_of_the_model_with_the_reads_results(pr
     assert reply.function == "def f(data):\n    return len(data)" and not reply.calls
     assert "tools" not in sent["body"]
     assert json.dumps(rows) in sent["body"]["messages"][-1]["content"]
+
+
+def test_a_model_asking_for_more_calls_than_allowed_runs_none(shop_folder, provider):
+    from stalwart_agents.models import MAX_CALLS
+
+    with FakeProvider() as fake:
+        agent = agent_for(shop_folder, provider, fake.url)
+        many = [("get_order", {"order_id": "4411"})] * (MAX_CALLS + 1)
+        fake.answers.append(answer(provider, calls=many))
+        reply = unread_twice(agent, "write me a poem")
+    assert f"it asked for {MAX_CALLS + 1} tool calls at once" in reply.text
+    assert reply.ran == [] and reply.checks == []
