@@ -36,8 +36,11 @@ def plan_turn(
     history: Any = None,
     results: Any = None,
     asked_again: Any = False,
+    model: bool = False,
 ) -> dict[str, Any]:
-    """The plan for one turn, why, and (with `check`) what the tool check answers its call.
+    """The plan for one turn, why, and (with `check`) what the tool check answers its call;
+    with `model`, where the settings send the turn to a model, what that model does with it
+    (`model_turn`).
 
     `history`, `results` and `asked_again` are the conversation's state (`router.state`); a
     ValidationError names every field path that is wrong, and nothing is planned then.
@@ -115,4 +118,71 @@ def plan_turn(
         result["check"] = wired.decide(
             planned["call"], history=session, head=session.head, turns=[*state.turns, turn]
         ).to_dict()
+    if model:
+        result["model"] = model_turn(router, turn, plan, wired=wired, turns=[*state.turns, turn])
     return result
+
+
+NOT_FAKED = "The turn is refused; no answer is made up."
+
+
+def model_turn(
+    router: engine.Router, turn: str, plan: Any, *, wired: Any, turns: list[str]
+) -> dict[str, Any] | None:
+    """Where the settings send an unread turn to a model (after the one request to say it again):
+    the model the agent names, called once, and the tool check's answer to each call it asks for
+    (none runs here). With no model configured, or one that cannot answer, it says so: an answer
+    is never made up. None where no model would be asked."""
+    from stalwart_agents.models import ModelOptions, make_model
+
+    if plan.kind != engine.plan.UNREAD:
+        return None
+    then = plan
+    if plan.action == engine.plan.SAY_AGAIN:
+        then = router.plan(turn, asked_again=True)
+    if "no_model" in then.reasons:
+        return {
+            "status": "none",
+            "message": "The settings send this turn to a model, but no model is configured: "
+            f'the agent names none (`model: "provider:model"`). {NOT_FAKED}',
+        }
+    if then.action not in (engine.plan.MODEL, engine.plan.ASK_MODEL):
+        return None
+    name = router.model
+    if then.action == engine.plan.ASK_MODEL:
+        return {
+            "status": "ask",
+            "name": name,
+            "message": f"The person is asked first ({then.question}); only on their yes does "
+            f"`{name}` get the turn.",
+        }
+    reachable = tuple(sorted(router.reachable))
+    request = engine.models.ModelRequest(
+        engine.models.TURN,
+        turn,
+        router.language,
+        tools=reachable,
+        messages=({"role": "user", "content": turn},),
+        schemas=engine.models.tool_schemas(router.catalogue, reachable),
+    )
+    try:
+        adapter = make_model(name, ModelOptions(timeout=20, max_retries=0), agent=router.agent)
+        reply = adapter.respond(request)
+    except engine.RouterError as exc:
+        return {
+            "status": "unavailable",
+            "name": name,
+            "message": f"No model could answer: {exc}. {NOT_FAKED}",
+        }
+    history = wired.check.new_history("try-a-turn-model")
+    calls = []
+    for asked in reply.calls:
+        arguments = dict(asked.get("arguments") or {})
+        call = {"tool": asked.get("tool"), "arguments": arguments,
+                "origins": {key: "model" for key in arguments}}  # fmt: skip
+        owner = router.owner_of(str(call["tool"]))
+        if owner is not None:
+            call["agent"] = owner
+        decision = wired.decide(call, history=history, head=history.head, turns=turns)
+        calls.append({"call": call, "check": decision.to_dict()})
+    return {"status": "answered", "name": name, "text": reply.text, "calls": calls}

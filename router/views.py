@@ -111,6 +111,7 @@ def try_a_turn(request: HttpRequest) -> HttpResponse:
                     rulebook=record,
                     language=posted.get("language") or None,
                     check=True,
+                    model=True,
                 )
             except ValidationError as exc:
                 context["errors"] = exc.message_dict

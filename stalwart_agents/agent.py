@@ -181,7 +181,12 @@ class Agent:
         source: str | None = None,
         firewall: Any = None,
         approver: Callable[[Mapping[str, Any]], bool] | None = None,
+        model: Any = None,
     ) -> None:
+        from stalwart_agents.models import AgentModels
+
+        # The model each agent talks to: the file's, else `model=` (see stalwart_agents.models).
+        self.models = AgentModels(file, path, model)
         self.file = file
         self.firewall = firewall
         self.path = path
@@ -287,6 +292,7 @@ class Agent:
         colang_version: str | None = None,
         verify: bool = True,
         approver: Callable[[Mapping[str, Any]], bool] | None = None,
+        model: Any = None,
     ) -> Agent:
         """Read an agent file. Every path it names (its tools' modules, rulebook, firewall)
         resolves against the file's own folder, wherever the program runs from."""
@@ -316,6 +322,7 @@ class Agent:
             verify=verify,
             source=text,
             firewall=cls._firewall(path, agent_file, text),
+            model=model,
         )
 
     @staticmethod
@@ -428,6 +435,7 @@ class Agent:
                 gate=firewall_gate(self.firewall) if self.firewall is not None else None,
                 gate_name="firewall",
                 organisation_on_unread=console.on_unread if console else None,
+                model=self.models.for_router(router),
             )
             executor.bind(conversation)
             self._conversations[key] = conversation

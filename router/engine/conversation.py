@@ -15,7 +15,12 @@
   (values' origin `model`), and `action: ask` first asks the person whether the model may have it.
 
 No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
-With no model adapter, such a turn is refused, never run unchecked. The executor is the host's
+With no model adapter, such a turn is refused, never run unchecked; a model that cannot answer
+(`ModelUnavailable`: unreachable, timed out, an answer it could not read) refuses the turn with
+the reason, and nothing runs. The model is sent the conversation so far (`transcript`: each turn
+of the person and each reply, the question of `ask` and the yes to it included) and the schemas
+of the tools the agent may reach; whatever origin a model claims for an argument, the values of
+a call it asks for are the model's (`origins` `model`). The executor is the host's
 function `executor(tool, arguments) -> result`; an executor that raises leaves nothing recorded
 and says the step failed; one that answers `Replayed(result)` says the same call had already run
 with nothing in between (its ledger held the intent): nothing ran again and nothing is recorded
@@ -45,7 +50,7 @@ from guard.engine.post_checks import stricter_only
 
 from . import plan as plans
 from .errors import ModelUnavailable, RouterError
-from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest
+from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest, tool_schemas
 from .phrases import Phrases
 from .plan import Plan
 from .router import Router
@@ -206,6 +211,7 @@ class Conversation:
         self.executor = executor
         self.gate = gate
         self.gate_name = gate_name
+        self.transcript: list[dict[str, str]] = []
         if runtime is not None:
             self.session = runtime
             self.check = runtime.wired.check
@@ -247,6 +253,12 @@ class Conversation:
 
     def say(self, turn: str) -> Reply:
         """Take one turn of the person and answer it."""
+        self.transcript.append({"role": "user", "content": turn})
+        reply = self._answer(turn)
+        self.transcript.append({"role": "assistant", "content": reply.text})
+        return reply
+
+    def _answer(self, turn: str) -> Reply:
         if self._on_unread is None:
             setting = self._organisation() if callable(self._organisation) else self._organisation
             self._on_unread = setting or plans.REFUSE
@@ -442,24 +454,30 @@ class Conversation:
         if self.model is None:
             reply.text = self.phrases("unread_refused")
             return reply
+        reachable = tuple(sorted(self.router.reachable))
         request = ModelRequest(
             TURN,
             turn,
             self.router.language,
-            tools=tuple(sorted(self.router.reachable)),
+            tools=reachable,
             history=tuple(self.turns[:-1]),
+            messages=tuple(dict(message) for message in self.transcript),
+            schemas=tool_schemas(self.router.catalogue, reachable),
         )
         try:
             answer = ModelReply.of(self.model.respond(request))
-        except ModelUnavailable:
-            reply.text = self.phrases("unread_refused")
+        except ModelUnavailable as error:
+            reply.text = self.phrases("model_unavailable", reason=str(error))
             return reply
         texts = []
         for asked in answer.calls:
+            arguments = asked.get("arguments")
+            arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
             call = {
                 "tool": asked.get("tool"),
-                "arguments": dict(asked.get("arguments") or {}),
-                "origins": dict(asked.get("origins") or {}),
+                "arguments": arguments,
+                # The model wrote every value, whatever origin its reply claims.
+                "origins": {name: "model" for name in arguments},
             }
             owner = self.router.owner_of(str(call["tool"]))
             if owner is not None:

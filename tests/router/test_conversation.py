@@ -223,7 +223,9 @@ def test_a_scripted_model_that_runs_out_is_refused_not_skipped():
     model = ScriptedModel("scripted:ops", [])
     talk = Conversation(Router(data, today=TODAY), key=KEY, model=model, executor=lambda t, a: {})
     talk.say("tell me a joke")
-    assert talk.say("tell me a joke").text == "Sorry, I can't help with that."
+    reply = talk.say("tell me a joke")
+    assert reply.text.startswith("Sorry, I can't help with that: the model could not answer")
+    assert "has no reply left" in reply.text and reply.text.endswith("Nothing was run.")
     with pytest.raises(ModelUnavailable):
         model.respond(None)
 
