@@ -433,6 +433,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
             token=data.get("token"),
             checks=_checks(data.get("checks")),
             usage=data.get("usage"),
+            cost=data.get("cost"),
         )
     except engine.UnknownCheck as exc:
         raise ValidationError({"checks": [str(exc)]}) from exc
@@ -479,7 +480,9 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     check = _tool_check(session)
     try:
         history = session_history(check, session)
-        entry = check.record(history, _call(session, data), data.get("result"))
+        entry = check.record(
+            history, _call(session, data), data.get("result"), cost=data.get("cost")
+        )
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
     session.save(update_fields=[*session_keep(session, history), "updated_at"])

@@ -432,7 +432,7 @@ class Agent:
                 executor=executor,
                 runtime=session,
                 context=self.context,
-                gate=firewall_gate(self.firewall) if self.firewall is not None else None,
+                gate=firewall_gate(self.firewall, session) if self.firewall is not None else None,
                 gate_name="firewall",
                 organisation_on_unread=console.on_unread if console else None,
                 model=self.models.for_router(router),

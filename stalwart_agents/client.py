@@ -332,12 +332,15 @@ class Session:
         plan: Mapping[str, Any] | None = None,
         plan_token: str | None = None,
         plan_step: int | None = None,
+        cost: float | None = None,
     ) -> Check:
         """Decide one call. `origins` say where each value came from (the runtime derives them
         from the turns it read; a claim can only lower them); `labels` outside content the call
         carries; `checks` the checks switched on for it; `usage` what the host counted for it;
         `compensation_of` the history index this call undoes; `plan` the approved plan
-        (`{id, steps}`) with its `plan_token` (and, optionally, the `plan_step` it claims to be)."""
+        (`{id, steps}`) with its `plan_token` (and, optionally, the `plan_step` it claims to be);
+        `cost` what the call will cost, in cents, where the host knows it (the tool's own `cost:`
+        counts too; the larger is held against `cap_cost`)."""
         raise NotImplementedError
 
     def record(
@@ -348,6 +351,7 @@ class Session:
         *,
         origins: Mapping[str, str] | None = None,
         labels: list[str] | None = None,
+        cost: float | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -542,6 +546,7 @@ class LocalSession(Session):
         plan=None,
         plan_token=None,
         plan_step=None,
+        cost=None,
     ) -> Check:
         try:
             decision = self.runtime.check(
@@ -557,6 +562,7 @@ class LocalSession(Session):
                 token=token,
                 checks=checks,
                 usage=usage,
+                cost=cost,
             )
         except engine.UnknownCheck as exc:
             raise RequestRefused(400, {"checks": [str(exc)]}) from exc
@@ -564,8 +570,8 @@ class LocalSession(Session):
             raise SelectorUnavailableError(f"the tool check could not answer: {exc}") from exc
         return _check_of(decision)
 
-    def record(self, tool, arguments, result, *, origins=None, labels=None) -> None:  # noqa: ANN001
-        self.runtime.record(tool, arguments, result, origins=origins, labels=labels)
+    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
+        self.runtime.record(tool, arguments, result, origins=origins, labels=labels, cost=cost)
 
     def approve(self, check: Check | str) -> str:
         ident = check.approval if isinstance(check, Check) else check
@@ -620,6 +626,7 @@ class LocalSession(Session):
         checks: Sequence[str] | None = None,
         usage: Mapping[str, Any] | None = None,
         compensation_of: int | None = None,
+        cost: float | None = None,
     ) -> dict[str, Any]:
         """The executor in this process: check, then run once per intent (ledger in memory).
 
@@ -641,6 +648,7 @@ class LocalSession(Session):
                 checks=checks,
                 usage=usage,
                 compensation_of=compensation_of,
+                cost=cost,
             )
         except engine.UnknownCheck as exc:
             raise RequestRefused(400, {"checks": [str(exc)]}) from exc
@@ -691,6 +699,7 @@ class RemoteSession(Session):
         plan=None,
         plan_token=None,
         plan_step=None,
+        cost=None,
     ) -> Check:
         body = _check_body(
             tool,
@@ -705,11 +714,14 @@ class RemoteSession(Session):
             plan=plan,
             plan_token=plan_token,
             plan_step=plan_step,
+            cost=cost,
         )
         return Check.from_dict(self.client.post(f"/v1/sessions/{self.id}/check", body))
 
-    def record(self, tool, arguments, result, *, origins=None, labels=None) -> None:  # noqa: ANN001
+    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
         body = {**_call_body(tool, arguments, origins, labels), "result": result}
+        if cost is not None:
+            body["cost"] = cost
         self.client.post(f"/v1/sessions/{self.id}/record", body)
 
     def execute(

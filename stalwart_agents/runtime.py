@@ -52,6 +52,8 @@ from guard.engine.settings import load_settings
 
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
+#: What a check takes beside the call itself.
+OPTIONS = ("context", "token", "checks", "usage", "now", "cost")
 SAID_DEFAULT = {"s1_veto": "confirm", "s2_veto": "confirm", "confirm_read": "confirm"}
 #: How much each origin is trusted: a claim may only lower an origin, never raise it.
 TRUST = {"typed": 2, "tool": 1, "outside": 0, "model": 0}
@@ -163,8 +165,10 @@ class Wiring:
         checks: Sequence[str] | None = None,
         usage: Mapping[str, Any] | None = None,
         now: Any = None,
+        cost: Any = None,
     ) -> Decision:
-        """Decide one call with the origins derived here and the person's turns read."""
+        """Decide one call with the origins derived here and the person's turns read; `cost` is
+        what the host reports the call costs, in cents (the tool's `cost:` counts too)."""
         call = dict(call)
         if not isinstance(history, engine.History) and head is not None:
             try:  # verified once here; the check is then handed the verified history
@@ -198,6 +202,7 @@ class Wiring:
             now=now,
             usage=usage,
             turns=list(turns),
+            **({"cost": cost} if cost is not None else {}),
         )
         if origins_detail:
             decision = Decision(
@@ -591,6 +596,7 @@ class RuntimeSession:
         usage: Mapping[str, Any] | None = None,
         now: Any = None,
         turns: Sequence[str] | None = None,
+        cost: Any = None,
     ) -> Decision:
         """Decide a call (a tool-call mapping): the one place every door's check goes through.
 
@@ -609,6 +615,7 @@ class RuntimeSession:
             checks=checks,
             usage=usage,
             now=now,
+            cost=cost,
         )
         if decision.decision == CONFIRM:
             ident = f"local-{next(self._ids)}"
@@ -625,9 +632,7 @@ class RuntimeSession:
         """`check_call` for a tool and its arguments (`origins`, `labels`, `compensation_of`,
         `plan`, `context`, `token`, `checks`, `usage`, `now` as keywords)."""
         call = self.call_of(tool, arguments, **given)
-        options = {
-            k: given[k] for k in ("context", "token", "checks", "usage", "now") if k in given
-        }
+        options = {k: given[k] for k in OPTIONS if k in given}
         return self.check_call(call, **options)
 
     # -- confirmations -------------------------------------------------------------------------
@@ -691,13 +696,17 @@ class RuntimeSession:
 
     # -- what ran ------------------------------------------------------------------------------
 
-    def record_call(self, call: Mapping[str, Any], result: Any, **extra: Any) -> Any:
+    def record_call(
+        self, call: Mapping[str, Any], result: Any, *, cost: Any = None, **extra: Any
+    ) -> Any:
         """Append a call that ran to the signed history; a write joins the run's writes."""
         if not self.history.at_head(self.head):
             raise engine.HistoryInvalid("the history does not end at the head kept for its session")
         call = dict(call)
         if self.agent:
             call.setdefault("agent", self.agent)
+        if cost is not None:
+            extra["cost"] = cost
         entry = self.wired.check.record(self.history, call, result, **extra)
         self.head = self.history.head
         tool = self.wired.catalogue.tools.get(str(call.get("tool")))
@@ -734,9 +743,7 @@ class RuntimeSession:
         a failure, `undone` reports the run's earlier writes undone last first.
         """
         call = self.call_of(tool, arguments, **given)
-        options = {
-            k: given[k] for k in ("context", "token", "checks", "usage", "now") if k in given
-        }
+        options = {k: given[k] for k in OPTIONS if k in given}
         decision = self.check_call(call, **options)
         if decision.decision == REFUSE:
             kind = (
@@ -762,7 +769,9 @@ class RuntimeSession:
             return self._undo_into(
                 {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
             )
-        return self.run_allowed(call, runner, decision, authorize=authorize, user=user)
+        return self.run_allowed(
+            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
+        )
 
     def run_allowed(
         self,
@@ -772,8 +781,10 @@ class RuntimeSession:
         *,
         authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
         user: str = "",
+        cost: Any = None,
     ) -> dict[str, Any]:
-        """Run a call the check allowed (the executor's rules) and record it."""
+        """Run a call the check allowed (the executor's rules) and record it (with the `cost`
+        the host reports, where it reports one)."""
         tool = str(call["tool"])
         known = self.wired.catalogue.tools.get(tool)
         from stalwart_agents.client import execute_here
@@ -793,7 +804,7 @@ class RuntimeSession:
         )
         if outcome["outcome"] == "SUCCEEDED":
             if not outcome.pop("suppressed", False):
-                self.record_call(call, outcome["result"])
+                self.record_call(call, outcome["result"], cost=cost)
             outcome["reasons"] = list(decision.reasons)
             return outcome
         return self._undo_into(outcome)

@@ -34,8 +34,18 @@ CHECK_FIELDS = {
     "plan_token",
     "plan_step",
     "user",
+    "cost",
 }
-RECORD_FIELDS = {"tool", "arguments", "origins", "labels", "result", "compensation_of", "plan"}
+RECORD_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "result",
+    "compensation_of",
+    "plan",
+    "cost",
+}
 
 
 def _body(request, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN001

@@ -276,7 +276,10 @@ class _Said:
             for content in getattr(session, "results", ()):
                 returned.extend(_leaves(content.get("result")))
         unvouched = []
+        free_text = getattr(tool, "free_text", frozenset())
         for name, value in call.arguments.items():
+            if name in free_text:  # the model is expected to write it (a message's body)
+                continue
             leaves = [leaf for leaf in _leaves(value) if leaf is not None]
             if all(
                 isinstance(leaf, bool)
