@@ -1,7 +1,7 @@
 """`stalwart check`: one tool call decided by the runtime, in this process, as JSON.
 
 The call file holds the call (`tool`, `arguments`, `origins`, `labels`, `compensation_of`, `plan`)
-and may carry `checks`, `usage` and `token` beside it; `--turn` gives the person's turns.
+and may carry `checks`, `usage`, `token` and `cost` beside it; `--turn` gives the person's turns.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     checks = call.pop("checks", None)
     usage = call.pop("usage", None)
     token = call.pop("token", None)
+    cost = call.pop("cost", None)
     try:
         decision = wired.decide(
             call,
@@ -110,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
             token=token,
             checks=checks,
             usage=usage,
+            cost=cost,
         )
     except engine.UnknownCheck as exc:
         raise InputError(f"`{args.call}`: checks: {exc}") from exc
