@@ -154,7 +154,12 @@ class Agent:
         verify: bool = True,
         source: str | None = None,
         firewall: Any = None,
+        sandbox: Any = None,
     ) -> None:
+        from stalwart_agents.extras import ChatExtras
+
+        # The calculation sandbox (None: the default one; False: none) and `documents:`.
+        self.extras = ChatExtras(path=path, other=file.other, text=source, sandbox=sandbox)
         self.file = file
         self.firewall = firewall
         self.path = path
@@ -229,6 +234,7 @@ class Agent:
         context: Any = None,
         colang_version: str | None = None,
         verify: bool = True,
+        sandbox: Any = None,
     ) -> Agent:
         path = Path(path)
         try:
@@ -253,6 +259,7 @@ class Agent:
             verify=verify,
             source=text,
             firewall=cls._firewall(path, agent_file, text),
+            sandbox=sandbox,
         )
 
     @staticmethod
@@ -331,6 +338,7 @@ class Agent:
                 rulebook=self._rules.record,
                 agent=agent,
                 language=language or settings.get("language") or "en",
+                **self.extras.router_options(),
             )
             executor = ChatExecutor(self._run_tool, user=user)
             conversation = router_engine.Conversation(
@@ -341,6 +349,7 @@ class Agent:
                 session=f"{user}-{secrets.token_hex(4)}",
                 gate=firewall_gate(self.firewall) if self.firewall is not None else None,
                 gate_name="firewall",
+                **self.extras.conversation_options(self),
             )
             executor.bind(conversation)
             self._conversations[key] = conversation
