@@ -20,7 +20,9 @@ class ChatExtras:
     def __init__(self, *, path: Path, other: Any, text: str | None, sandbox: Any = None) -> None:
         from stalwart_agents.sandbox import default_sandbox
 
-        self.sandbox = default_sandbox() if sandbox is None else (None if sandbox is False else sandbox)
+        self.sandbox = (
+            default_sandbox() if sandbox is None else (None if sandbox is False else sandbox)
+        )
         self.documents = None
         raw = (other or {}).get("documents")
         if raw is not None:

@@ -31,6 +31,12 @@ from .text import fold, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}|\n(?=[-*•] )")
 _SKIP = frozenset({"function", "determiner", "modal", "question", "id_cue"})
+#: The words a question asks with ("how long", "quanto tempo"), which no passage answers by
+#: holding: left out of a question's stems when an index is asked.
+_ASKING = frozenset(
+    "how what when where which who whom whose why long many much often soon "
+    "como quando onde qual quai quem quanto quanta porque tempo".split()
+)
 
 
 @dataclass(frozen=True)
@@ -98,9 +104,13 @@ def _stem(word: str) -> str:
     if len(word) > 4 and word.endswith("oes"):
         return word[:-3] + "ao"
     if len(word) > 4 and word.endswith(("res", "zes", "les")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    # A final `e` off, so the English plural the pt-BR rule above cuts ("expires" -> "expir")
+    # and its singular ("expire") meet.
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
     return word
 
 
@@ -206,7 +216,7 @@ class Retrieved:
         self.given = given
 
     def answer(self, question: str) -> Answer | None:
-        asked = stems(question, self.lexicon)
+        asked = stems(question, self.lexicon) - _ASKING
         if len(asked) < 2:
             return None
         found = self.index.search(sorted(asked), self.limit)

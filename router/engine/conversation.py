@@ -473,7 +473,9 @@ class Conversation:
             return reply
         reads = self._reads_of(plan)
         if reads is None:
-            reply.text = self.phrases("declined", reason="compute off: a read it draws on did not run")
+            reply.text = self.phrases(
+                "declined", reason="compute off: a read it draws on did not run"
+            )
             return reply
         request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=reads)
         try:
@@ -511,8 +513,11 @@ class Conversation:
             if found is MISSING:
                 return None
             reads.append(
-                {"tool": call.get("tool"), "arguments": dict(call.get("arguments") or {}),
-                 "result": found}  # fmt: skip
+                {
+                    "tool": call.get("tool"),
+                    "arguments": dict(call.get("arguments") or {}),
+                    "result": found,
+                }  # fmt: skip
             )
         return reads
 

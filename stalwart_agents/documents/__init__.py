@@ -88,7 +88,9 @@ def read_settings(raw: Any) -> tuple[Settings | None, list[tuple[str, str]]]:
         problems.append(("documents.index", "must be the path of the index file"))
     max_files = raw.get("max_files", MAX_FILES)
     if not _whole(max_files, MAX_FILES_CEILING):
-        problems.append(("documents.max_files", f"must be a whole number, 1 to {MAX_FILES_CEILING}"))
+        problems.append(
+            ("documents.max_files", f"must be a whole number, 1 to {MAX_FILES_CEILING}")
+        )
     max_bytes = raw.get("max_file_bytes", MAX_FILE_BYTES)
     if not _whole(max_bytes, MAX_FILE_BYTES_CEILING):
         problems.append(
@@ -97,9 +99,7 @@ def read_settings(raw: Any) -> tuple[Settings | None, list[tuple[str, str]]]:
     if problems:
         return None, problems
     return (
-        Settings(
-            tuple(paths), str(composer), str(index), int(max_files), int(max_bytes), prefix
-        ),
+        Settings(tuple(paths), str(composer), str(index), int(max_files), int(max_bytes), prefix),
         [],
     )
 
@@ -177,7 +177,9 @@ class Documents:
             raise DocumentsInvalid([f"{self._where('documents')}: {error}"]) from None
         except OSError as error:
             raise DocumentsInvalid(
-                [f"{self._where('documents')}: a document cannot be read: {error.strerror or error}"]
+                [
+                    f"{self._where('documents')}: a document cannot be read: {error.strerror or error}"
+                ]
             ) from None
         return self.last
 

@@ -3,7 +3,8 @@
 Each reader returns `Chunk(text, line, page)` passages in the order they stand in the file:
 
 - **Markdown and text** (`.md`, `.markdown`, `.txt`, `.text`): a passage is a paragraph (lines up
-  to a blank line); a list item or a heading stands alone. Markdown's heading marks, list bullets
+  to a blank line); a list item or a heading stands alone (in text and PDF, a heading is a short
+  first line with no final stop). Markdown's heading marks, list bullets
   and emphasis are taken off the text, which is otherwise kept as written.
 - **HTML** (`.html`, `.htm`), with the standard library's `html.parser`: a passage is the text of a
   block element (`p`, `li`, `h1`-`h6`, `td`, `div`, ...), at the line its text starts; `script`,
@@ -77,7 +78,8 @@ def paragraphs(text: str, *, markdown: bool = False, page: int | None = None) ->
             out.extend(_cut(block, page))
             block.clear()
 
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if markdown and line.lstrip().startswith("```"):
             fenced = not fenced
@@ -87,6 +89,9 @@ def paragraphs(text: str, *, markdown: bool = False, page: int | None = None) ->
             close()
             continue
         heading = markdown and not fenced and bool(_HEADING.match(line))
+        following = lines[number] if number < len(lines) else ""
+        if not markdown and not block and _looks_like_title(line, following):
+            heading = True  # "Warranty" above its paragraph, in a text or a PDF's page
         item = not fenced and bool(_ITEM.match(line))
         if heading or item:
             close()
@@ -99,6 +104,14 @@ def paragraphs(text: str, *, markdown: bool = False, page: int | None = None) ->
             close()
     close()
     return out
+
+
+def _looks_like_title(line: str, following: str) -> bool:
+    """A short line with no final stop, standing first in a block with more lines after it."""
+    stripped = line.strip()
+    if len(stripped) > 60 or stripped.endswith((".", "!", "?", ":", ";", ",")):
+        return False
+    return bool(following.strip())
 
 
 class _Html(HTMLParser):

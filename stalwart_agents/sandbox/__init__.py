@@ -319,7 +319,9 @@ class Sandbox:
                 allow_nan=False,
             ).encode("utf-8")
         except (TypeError, ValueError) as error:
-            raise CalculationRefused("not_data", f"the reads' results are not data: {error}")
+            raise CalculationRefused(
+                "not_data", f"the reads' results are not data: {error}"
+            ) from None
         if len(body) > self.limits.input_bytes:
             raise CalculationRefused(
                 "invalid", f"the reads' results are larger than {self.limits.input_bytes} bytes"

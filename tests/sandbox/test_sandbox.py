@@ -143,7 +143,9 @@ def test_names_and_attributes_that_reach_the_interpreter_are_refused_with_their_
 
 
 def test_a_function_that_fails_says_how():
-    refused = refusal(sandbox, "def f(rows):\n    return rows[0]['amount'] / 0\n", [[{"amount": 1}]])
+    refused = refusal(
+        sandbox, "def f(rows):\n    return rows[0]['amount'] / 0\n", [[{"amount": 1}]]
+    )
     assert refused.reason == "failed"
     assert "ZeroDivisionError" in refused.message
 
