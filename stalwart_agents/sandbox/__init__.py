@@ -19,7 +19,8 @@ How it is held, in layers (each one holds without the ones before it):
    interpreter's insides (`open`, `eval`, `exec`, `getattr`, anything starting with `_`, frame
    and code attributes) are refused, each with its line.
 2. **A process of its own**: `python -I -S` (isolated: no environment variables, no user or site
-   packages, not the caller's folder on the path) runs `child.py`, with the inputs and the source
+   packages, not the caller's folder on the path) runs `child.py` (imported from its folder,
+   which then leaves the path), with the inputs and the source
    on standard input as JSON -- data, never code -- and the answer on standard output as JSON.
 3. **Kernel limits**, set before the interpreter starts (`setrlimit`): CPU time (`RLIMIT_CPU`),
    address space (`RLIMIT_AS`), open files (`RLIMIT_NOFILE`), file size (`RLIMIT_FSIZE`), no core
@@ -56,6 +57,12 @@ from pathlib import Path
 from typing import Any
 
 CHILD = Path(__file__).resolve().parent / "child.py"
+# The child is imported, not run as a script, so its compiled form is cached (`__pycache__`)
+# and each calculation does not compile it again; its folder leaves the path at once.
+BOOT = (
+    f"import sys; sys.path.insert(0, {str(CHILD.parent)!r}); import child; del sys.path[0]; "
+    "sys.modules.pop('child'); child.main()"
+)
 
 #: What a calculation may import: arithmetic, statistics, exact numbers, dates and the standard
 #: tools for iterating and grouping. Nothing here reaches a file, the network, a process or the
@@ -354,7 +361,7 @@ class Sandbox:
         started = time.monotonic()
         try:
             process = subprocess.Popen(  # noqa: S603 - our own interpreter and our own script
-                [self.python, "-I", "-S", "-X", "utf8", str(CHILD)],
+                [self.python, "-I", "-S", "-X", "utf8", "-c", BOOT],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """The calculation sandbox's child: run one model-written function over JSON data, print JSON.
 
-Run as `python -I -S child.py` by `stalwart_agents.sandbox` (never imported by it); it reads one
+Run by `stalwart_agents.sandbox` as `python -I -S -c "...; import child; child.main()"` (never
+imported by the parent itself); it reads one
 request from standard input -- `{"source", "arguments", "modules", "folder", "net"}` -- and
 writes one answer to standard output: `{"ok": true, "result": ..., "isolation": {...}}` or
 `{"ok": false, "reason": <code>, "message": ..., "isolation": {...}}`.
@@ -86,18 +87,60 @@ MESSAGES = {
 }
 
 
+class _Context:
+    """What `_json.make_scanner` reads its settings from (the `json` package's decoder, minus
+    the `re` and `enum` imports that would double this process's start-up)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        raise ValueError(f"`{name}` is not a number JSON carries")
+
+
+class _Json:
+    """JSON in and out through the interpreter's own `_json` accelerator."""
+
+    def __init__(self):
+        import _json
+
+        self._scan = _json.make_scanner(_Context())
+        self._encode = _json.encode_basestring_ascii
+        self._make = _json.make_encoder
+
+    def loads(self, text):
+        text = text.strip(" \t\n\r")
+        value, end = self._scan(text, 0)
+        if end != len(text):
+            raise ValueError("extra data after the JSON value")
+        return value
+
+    def dumps(self, value, default=None, allow_nan=False):
+        def refuse(other):
+            raise TypeError(f"a value of type `{type(other).__name__}` cannot be given back")
+
+        encoder = self._make(
+            {}, default or refuse, self._encode, None, ":", ",", False, False, allow_nan
+        )
+        return "".join(encoder(value, 0))
+
+
 def main():
     out = sys.stdout
     raw = sys.stdin.read()
     sys.stdin.close()
-    import json
-
+    json = _Json()
     request = json.loads(raw)
     isolation = {"network": "audit hook", "file system": "audit hook"}
 
     def answer(body):
         body["isolation"] = isolation
-        out.write(json.dumps(body, allow_nan=False))
+        out.write(json.dumps(body))
         out.flush()
 
     try:
@@ -188,7 +231,7 @@ def main():
         answer({"ok": False, "reason": kind, "message": MESSAGES[kind].format(what=what)})
         return
     try:
-        text = json.dumps({"ok": True, "result": result}, allow_nan=False, default=_data)
+        text = json.dumps({"ok": True, "result": result}, default=_data)
     except (TypeError, ValueError) as error:
         answer({"ok": False, "reason": "not_data", "message": f"its result is not data: {error}"})
         return

@@ -18,7 +18,7 @@ NET = (
     "def net(orders, credits):\n"
     "    return sum(o['amount'] for o in orders) - sum(c['amount'] for c in credits)\n"
 )
-SMALL = Sandbox(Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024))
+SMALL = Sandbox(Limits(cpu_seconds=1, wall_seconds=30.0, memory_bytes=256 * 1024 * 1024))
 
 
 def shop(*script, sandbox=SMALL):

@@ -22,7 +22,8 @@ from stalwart_agents.sandbox import (
     check_source,
 )
 
-SMALL = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024)
+# The wall clock is generous: on a shared, loaded machine one CPU second can take many seconds.
+SMALL = Limits(cpu_seconds=1, wall_seconds=30.0, memory_bytes=256 * 1024 * 1024)
 sandbox = Sandbox(SMALL)
 reaching = Sandbox(SMALL, allowed=[*ALLOWED_MODULES, "socket", "io", "os", "subprocess"])
 
@@ -60,7 +61,7 @@ def test_a_function_that_loops_forever_is_stopped_at_its_cpu_time_limit():
     refused = refusal(sandbox, "def f():\n    while True:\n        pass\n")
     assert refused.reason == "cpu_time"
     assert "1 s of CPU time" in refused.message
-    assert time.monotonic() - started < 4.0
+    assert time.monotonic() - started < 30.0
 
 
 def test_a_function_that_outlasts_the_wall_clock_is_killed():
