@@ -62,6 +62,9 @@ from .text import fold
 Executor = Callable[[str, Mapping[str, Any]], Any]
 COMPOSE = "answer"  # a model request's purpose: write the answer from the passages given
 _CITED = re.compile(r"\[(\d{1,3})\]")
+#: `sandbox(function_source, arguments) -> result`: runs the one function the source defines with
+#: one argument per read; an error it raises is said as the calculation stopped, or, where the
+#: error's `compute_off` is true (the sandbox cannot start on this machine), as `compute off:`.
 Sandbox = Callable[[str, Any], Any]
 
 
@@ -490,7 +493,7 @@ class Conversation:
         try:
             result = self.sandbox(answer.function, arguments)
         except Exception as error:  # noqa: BLE001 - the sandbox refused or failed: say so
-            off = type(error).__name__ == "SandboxUnavailable"
+            off = bool(getattr(error, "compute_off", False))  # it cannot start here at all
             why = f"compute off: {error}" if off else f"the calculation was stopped: {error}"
             reply.text = self.phrases("declined", reason=why)
             reply.ran.append({"tool": "sandbox", "arguments": {}, "refused": str(error),
@@ -517,7 +520,7 @@ class Conversation:
                     "tool": call.get("tool"),
                     "arguments": dict(call.get("arguments") or {}),
                     "result": found,
-                }  # fmt: skip
+                }
             )
         return reads
 

@@ -131,6 +131,8 @@ class CalculationRefused(Exception):
 class SandboxUnavailable(Exception):
     """The sandbox cannot start on this machine (the message says why): `compute off`."""
 
+    compute_off = True  # what the conversation reads to say `compute off:` rather than stopped
+
 
 @dataclass(frozen=True)
 class Limits:

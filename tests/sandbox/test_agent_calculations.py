@@ -11,7 +11,7 @@ from pathlib import Path
 
 from router.engine.models import ScriptedModel
 from stalwart_agents import Agent
-from stalwart_agents.sandbox import Limits, Sandbox
+from stalwart_agents.sandbox import Limits, Sandbox, SandboxUnavailable
 
 SHOP = Path(__file__).resolve().parent / "shop" / "agent.yaml"
 NET = (
@@ -70,3 +70,15 @@ def test_a_sandbox_that_cannot_start_here_is_compute_off_with_its_reason():
 def test_agent_chat_has_a_sandbox_by_default():
     agent = Agent.from_file(SHOP)
     assert isinstance(agent.extras.sandbox, Sandbox) and agent.extras.sandbox
+
+
+def test_a_sandbox_that_fails_to_start_at_run_time_is_compute_off_not_a_result():
+    def gone(source, arguments):
+        raise SandboxUnavailable("the sandbox cannot start on this machine: no fork")
+
+    agent = shop({"function": NET}, sandbox=gone)
+    reply = agent.chat("what is the total of the orders and the credits", user="fi")
+    assert reply.text == (
+        "I can't do that: compute off: the sandbox cannot start on this machine: no fork."
+    )
+    assert reply.ran[-1]["reason"] == "unavailable"
