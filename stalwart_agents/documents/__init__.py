@@ -23,6 +23,7 @@ conversation starts: only files whose time, size and digest changed are read aga
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,7 +213,13 @@ def open_documents(path: Path, raw: Any, text: str | None) -> Documents:
     settings, problems = read_settings(raw)
     if settings is None:
         raise DocumentsInvalid([f"{where(field)}: {message}" for field, message in problems])
-    documents = Documents(path.parent, settings, where=where)
+    try:
+        documents = Documents(path.parent, settings, where=where)
+    except (OSError, sqlite3.Error) as error:
+        why = getattr(error, "strerror", None) or str(error)
+        raise DocumentsInvalid(
+            [f"{where('documents.index')}: the index cannot be kept at `{settings.index}`: {why}"]
+        ) from None
     documents.refresh()
     return documents
 

@@ -84,3 +84,11 @@ def test_the_published_schema_takes_documents_and_names_a_bad_one_with_its_line(
         HEAD + "documents:\n  paths: [policies]\n  composer: poet\n", "agent.yaml"
     )
     assert len(bad) == 1 and bad[0].startswith("agent.yaml:9: documents.composer:")
+
+
+def test_an_index_that_cannot_be_kept_is_refused_naming_it(shop):
+    (shop.parent / "blocked").write_text("a file, not a folder", encoding="utf-8")
+    message = refused(shop, "documents:\n  paths: [policies]\n  index: blocked/index.sqlite3\n")
+    assert message.startswith(
+        "agent.yaml:9: documents.index: the index cannot be kept at `blocked/index.sqlite3`:"
+    )

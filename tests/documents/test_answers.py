@@ -106,3 +106,27 @@ def test_a_question_nothing_grounds_is_refused(agent, question):
 def test_a_turn_the_router_reads_still_runs_its_tool_not_the_documents(agent):
     reply = agent.chat("show order 4411", user="reader")
     assert [r["tool"] for r in reply.ran] == ["get_order"]
+
+
+def test_with_the_extract_composer_no_model_is_called_whatever_the_turn(agent):
+    """Chapter 45's four conditions hold (no model named, `answer` with `extract`, no hand-off,
+    template replies): a conversation of every kind the shop can plan never calls a model."""
+    from router.engine.conversation import model_free
+
+    assert model_free(agent.file.catalogue, composer=agent.extras.documents.composer) == []
+    turns = [
+        "show order 4411",  # a tool step
+        "show me the order",  # an ask: which order
+        "how many orders are there",  # no listing read to count over: asked again
+        "write me a poem",  # said again: nothing in the documents grounds it, refused
+        "write me a poem",  # a new request: asked again
+        "how long does a refund take to show on my statement?",
+        "how long does a refund take to show on my statement?",
+    ]
+    kinds = set()
+    for turn in turns:
+        reply = agent.chat(turn, user="every-kind")
+        assert not reply.model_called
+        kinds.add((reply.plan.kind, reply.plan.action))
+    assert {("tool", None), ("ask", None), ("unread", "say_again"), ("unread", "answer")} <= kinds
+    assert ("unread", "refuse") in kinds

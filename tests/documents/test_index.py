@@ -82,3 +82,21 @@ def test_a_new_file_in_a_folder_is_read_and_hidden_files_are_not(shop):
     assert reply.text == (
         "A gift card never expires and can be spent online. (from policies/gifts.txt:2)"
     )
+
+
+def test_a_brazilian_question_is_answered_from_a_brazilian_passage(tmp_path):
+    from router.engine.answer import Retrieved
+    from router.engine.grammars import base_lexicon
+    from stalwart_agents.documents.index import DocumentIndex
+
+    (tmp_path / "trocas.md").write_text(
+        "# Trocas\n\nVocê pode trocar um produto em até 30 dias após a entrega.\n\n"
+        "O estorno leva até cinco dias úteis para aparecer na fatura do cartão.\n",
+        encoding="utf-8",
+    )
+    index = DocumentIndex(":memory:", root=tmp_path)
+    index.refresh([tmp_path / "trocas.md"])
+    composer = Retrieved(index, base_lexicon("pt-BR"))
+    answer = composer.answer("quanto tempo o estorno leva pra aparecer na fatura?")
+    assert answer.source == "trocas.md:5" and "cinco dias úteis" in answer.text
+    assert composer.answer("qual é o sentido da vida?") is None
