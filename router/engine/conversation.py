@@ -261,6 +261,8 @@ class Conversation:
             return Reply(plan.question or "", plan)
         if kind == plans.UNREAD:
             return self._unread(plan, turn)
+        if kind == plans.CALCULATION and (self.model is None or self.sandbox is None):
+            return self._calculate(plan)  # compute off, before any of its reads runs
         if kind in (plans.CHAIN, plans.CALCULATION) and plan.steps:
             if rounds >= self.max_rounds:
                 return Reply(self.phrases("unread_refused"), plan)

@@ -82,3 +82,10 @@ def test_a_sandbox_that_fails_to_start_at_run_time_is_compute_off_not_a_result()
         "I can't do that: compute off: the sandbox cannot start on this machine: no fork."
     )
     assert reply.ran[-1]["reason"] == "unavailable"
+
+
+def test_with_a_model_named_but_no_adapter_no_read_runs_before_compute_off():
+    agent = Agent.from_file(SHOP, sandbox=SMALL)  # `scripted:desk` is named, no adapter given
+    reply = agent.chat("what is the total of the orders and the credits", user="gu")
+    assert reply.text == "I can't do that: compute off: no model or no sandbox."
+    assert reply.ran == [] and reply.checks == []
