@@ -114,6 +114,13 @@ FORBIDDEN_NAMES = frozenset(
 FORBIDDEN_ATTRIBUTE_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")
 FORBIDDEN_ATTRIBUTES = frozenset({"mro", "format", "format_map"})
 
+#: Modules an allowed module imports only when one of its functions is first called (after the
+#: audit hook forbids imports): loaded beforehand with it, and never handed to the function.
+LAZY = {"datetime": ("time",), "collections": ("heapq",)}
+#: An attribute whose use needs a module of its own loaded beforehand (it costs `re` and `locale`,
+#: so it is loaded only for a source that uses it).
+LAZY_ATTRIBUTES = {"strptime": "_strptime"}
+
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 NOBODY = 65534
@@ -160,6 +167,7 @@ class Checked:
 
     function: str
     modules: tuple[str, ...]
+    preload: tuple[str, ...] = ()
 
 
 def check_source(source: Any, allowed: frozenset[str] = ALLOWED_MODULES) -> Checked:
@@ -230,7 +238,13 @@ def check_source(source: Any, allowed: frozenset[str] = ALLOWED_MODULES) -> Chec
             )
         elif isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom)):
             raise CalculationRefused("forbidden", f"line {line}: a calculation is not a generator")
-    return Checked(functions[0], tuple(modules))
+    preload = list(modules)
+    for name in modules:
+        preload.extend(LAZY.get(name.split(".")[0], ()))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in LAZY_ATTRIBUTES:
+            preload.append(LAZY_ATTRIBUTES[node.attr])
+    return Checked(functions[0], tuple(modules), tuple(dict.fromkeys(preload)))
 
 
 def _libc_unshare() -> Any:
@@ -320,6 +334,7 @@ class Sandbox:
                     "source": source,
                     "arguments": arguments,
                     "modules": list(checked.modules),
+                    "preload": list(checked.preload),
                     "allowed": sorted(self.allowed),
                     "defined": [checked.function],
                     "folder": folder,

@@ -202,3 +202,15 @@ def test_the_isolation_this_machine_gives_is_reported():
 def test_limits_must_be_positive_numbers():
     with pytest.raises(ValueError, match="cpu_seconds"):
         Limits(cpu_seconds=0)
+
+
+def test_what_allowed_modules_import_when_first_used_is_loaded_beforehand():
+    source = (
+        "import datetime\nfrom collections import Counter\n"
+        "def f(rows):\n"
+        "    days = [datetime.datetime.strptime(r['day'], '%Y-%m-%d') for r in rows]\n"
+        "    return [days[0].strftime('%A'), Counter(r['day'] for r in rows).most_common(1)]\n"
+    )
+    rows = [{"day": "2026-03-04"}, {"day": "2026-03-04"}, {"day": "2026-03-05"}]
+    assert sandbox(source, [rows]) == ["Wednesday", [["2026-03-04", 2]]]
+    assert refusal(sandbox, "import time\ndef f():\n    return time.time()\n").reason == "import"
