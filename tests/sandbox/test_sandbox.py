@@ -214,3 +214,10 @@ def test_what_allowed_modules_import_when_first_used_is_loaded_beforehand():
     rows = [{"day": "2026-03-04"}, {"day": "2026-03-04"}, {"day": "2026-03-05"}]
     assert sandbox(source, [rows]) == ["Wednesday", [["2026-03-04", 2]]]
     assert refusal(sandbox, "import time\ndef f():\n    return time.time()\n").reason == "import"
+
+
+def test_open_files_are_bounded_by_the_kernel():
+    source = "import os\ndef f():\n    return len([os.pipe() for _ in range(64)])\n"
+    refused = refusal(reaching, source)
+    assert refused.reason == "failed" and "Too many open files" in refused.message
+    assert reaching("import os\ndef f():\n    return len([os.pipe() for _ in range(4)])\n", []) == 4
