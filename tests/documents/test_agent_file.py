@@ -92,3 +92,13 @@ def test_an_index_that_cannot_be_kept_is_refused_naming_it(shop):
     assert message.startswith(
         "agent.yaml:9: documents.index: the index cannot be kept at `blocked/index.sqlite3`:"
     )
+
+
+def test_documents_that_are_neither_a_list_nor_a_mapping_are_refused(shop):
+    message = refused(shop, "documents: 5\n")
+    assert message == (
+        "agent.yaml:7: documents: must be a list of files or folders, or `{paths: [...]}`"
+    )
+    assert refused(shop, "documents: []\n") == (
+        "agent.yaml:7: documents: must list at least one file or folder"
+    )
