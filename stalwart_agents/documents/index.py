@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,9 @@ class DocumentIndex:
         self.root = root
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # One connection, shared by the agent's conversations: a lock keeps its use one at a time.
         self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._lock = threading.RLock()
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, VERSION):
             self._db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS passages;")
@@ -77,6 +80,10 @@ class DocumentIndex:
 
     def refresh(self, files: Sequence[Path]) -> Refreshed:
         """Bring the index up to date with `files` (see the module docstring)."""
+        with self._lock:
+            return self._refresh(files)
+
+    def _refresh(self, files: Sequence[Path]) -> Refreshed:
         done = Refreshed()
         db = self._db
         known = {
@@ -125,24 +132,27 @@ class DocumentIndex:
         if not terms:
             return []
         query = " OR ".join(f'"{term}"' for term in terms)
-        rows = self._db.execute(
-            "SELECT text, path, line, page FROM passages WHERE passages MATCH ? "
-            "ORDER BY bm25(passages) LIMIT ?",
-            (query, int(limit)),
-        ).fetchall()
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT text, path, line, page FROM passages WHERE passages MATCH ? "
+                "ORDER BY bm25(passages) LIMIT ?",
+                (query, int(limit)),
+            ).fetchall()
         return [Passage(text, path, int(line), page) for text, path, line, page in rows]
 
     def frequencies(self, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(how many passages there are, how many hold each of `stems`)."""
-        total = self._db.execute("SELECT count(*) FROM passages").fetchone()[0]
         counts: dict[str, int] = {}
-        for stem in stems:
-            row = self._db.execute(
-                "SELECT doc FROM passages_terms WHERE term = ?", (stem,)
-            ).fetchone()
-            counts[stem] = int(row[0]) if row else 0
+        with self._lock:
+            total = self._db.execute("SELECT count(*) FROM passages").fetchone()[0]
+            for stem in stems:
+                row = self._db.execute(
+                    "SELECT doc FROM passages_terms WHERE term = ?", (stem,)
+                ).fetchone()
+                counts[stem] = int(row[0]) if row else 0
         return int(total), counts
 
     def files(self) -> dict[str, int]:
         """The files indexed, each with its number of passages."""
-        return dict(self._db.execute("SELECT path, passages FROM files ORDER BY path"))
+        with self._lock:
+            return dict(self._db.execute("SELECT path, passages FROM files ORDER BY path"))
