@@ -182,11 +182,15 @@ class Agent:
         firewall: Any = None,
         approver: Callable[[Mapping[str, Any]], bool] | None = None,
         model: Any = None,
+        sandbox: Any = None,
     ) -> None:
+        from stalwart_agents.extras import ChatExtras
         from stalwart_agents.models import AgentModels
 
         # The model each agent talks to: the file's, else `model=` (see stalwart_agents.models).
         self.models = AgentModels(file, path, model)
+        # The calculation sandbox (None: the default one; False: none) and `documents:`.
+        self.extras = ChatExtras(path=path, other=file.other, text=source, sandbox=sandbox)
         self.file = file
         self.firewall = firewall
         self.path = path
@@ -293,6 +297,7 @@ class Agent:
         verify: bool = True,
         approver: Callable[[Mapping[str, Any]], bool] | None = None,
         model: Any = None,
+        sandbox: Any = None,
     ) -> Agent:
         """Read an agent file. Every path it names (its tools' modules, rulebook, firewall)
         resolves against the file's own folder, wherever the program runs from."""
@@ -323,6 +328,7 @@ class Agent:
             source=text,
             firewall=cls._firewall(path, agent_file, text),
             model=model,
+            sandbox=sandbox,
         )
 
     @staticmethod
@@ -412,12 +418,15 @@ class Agent:
             )
             if console is not None and "said" not in settings:
                 settings["said"] = dict(console.said_modes)
+            extras = self.extras.router_options()  # the documents' index brought up to date
             router = self._routers.get((agent, chosen))
             if router is None:  # read once per agent and language; every conversation shares it
                 router = router_engine.Router(
-                    self.file, rulebook=self._rules.record, agent=agent, language=chosen
+                    self.file, rulebook=self._rules.record, agent=agent, language=chosen, **extras
                 )
                 self._routers[(agent, chosen)] = router
+            options = self.extras.conversation_options(self)
+            options.setdefault("model", self.models.for_router(router))
             executor = ChatExecutor(self._run_tool, user=user)
             session = runtime.RuntimeSession(
                 self._wired({**settings, "language": chosen}),
@@ -435,7 +444,7 @@ class Agent:
                 gate=firewall_gate(self.firewall, session) if self.firewall is not None else None,
                 gate_name="firewall",
                 organisation_on_unread=console.on_unread if console else None,
-                model=self.models.for_router(router),
+                **options,
             )
             executor.bind(conversation)
             self._conversations[key] = conversation

@@ -12,7 +12,12 @@
   calculation then has the agent's model write the function and the sandbox run it;
 - `ask`, `declined`, `unread` -- the fixed question, refusal or answer; `unread` with
   `action: model` sends the turn to the model, whose every call is checked like any other
-  (values' origin `model`), and `action: ask` first asks the person whether the model may have it.
+  (values' origin `model`), and `action: ask` first asks the person whether the model may have it;
+  `action: answer` with a model composer gives the model the grounded passages only, and its
+  answer must cite them (`[n]`) or it is refused.
+
+A calculation's function is called with one argument per read the plan drew on (the newest
+result of each of its calls), in the plan's order; the model is shown each read's call and result.
 
 No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
 With no model adapter, such a turn is refused, never run unchecked; a model that cannot answer
@@ -38,6 +43,7 @@ that raises stops the turn: the error reaches the caller and nothing runs (fail 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +53,7 @@ from guard.engine.catalogue import Catalogue
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import Replayed
 from guard.engine.post_checks import stricter_only
+from guard.engine.refs import MISSING
 
 from . import plan as plans
 from .errors import ModelUnavailable, RouterError
@@ -58,6 +65,11 @@ from .said import said_checks
 from .text import fold
 
 Executor = Callable[[str, Mapping[str, Any]], Any]
+COMPOSE = "answer"  # a model request's purpose: write the answer from the passages given
+_CITED = re.compile(r"\[(\d{1,3})\]")
+#: `sandbox(function_source, arguments) -> result`: runs the one function the source defines with
+#: one argument per read; an error it raises is said as the calculation stopped, or, where the
+#: error's `compute_off` is true (the sandbox cannot start on this machine), as `compute off:`.
 Sandbox = Callable[[str, Any], Any]
 
 
@@ -317,6 +329,8 @@ class Conversation:
             return Reply(plan.question or "", plan)
         if kind == plans.UNREAD:
             return self._unread(plan, turn)
+        if kind == plans.CALCULATION and (self.model is None or self.sandbox is None):
+            return self._calculate(plan)  # compute off, before any of its reads runs
         if kind in (plans.CHAIN, plans.CALCULATION) and plan.steps:
             if rounds >= self.max_rounds:
                 return Reply(self.phrases("unread_refused"), plan)
@@ -444,6 +458,8 @@ class Conversation:
     def _unread(self, plan: Plan, turn: str) -> Reply:
         if plan.action == plans.MODEL:
             return self._to_model(turn, plan)
+        if plan.action == plans.ANSWER and plan.needs_model:
+            return self._compose(plan, turn)
         if plan.action == plans.ASK_MODEL:
             self._pending_model_turn = turn
             return Reply(plan.question or self.phrases("ask_model"), plan, waiting="ask_model")
@@ -507,18 +523,42 @@ class Conversation:
         reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
         return reply
 
+    def _compose(self, plan: Plan, turn: str) -> Reply:
+        """`composer: model`: the model writes the answer from the grounded passages only, and
+        cites them (`[n]`); an answer that cites none of them, or one it was not given, or that
+        asks for a tool, is refused."""
+        reply = Reply("", plan, model_called=self.model is not None)
+        passages = list((plan.answer or {}).get("passages") or ())
+        if self.model is None or not passages:
+            reply.text = self.phrases("no_answer")
+            return reply
+        request = ModelRequest(COMPOSE, turn, self.router.language, data=passages)
+        try:
+            answer = ModelReply.of(self.model.respond(request))
+        except ModelUnavailable:
+            reply.text = self.phrases("no_answer")
+            return reply
+        given = {int(p["n"]): str(p["source"]) for p in passages}
+        cited = [int(n) for n in _CITED.findall(answer.text or "")]
+        if answer.calls or not cited or any(n not in given for n in cited):
+            reply.text = self.phrases("no_answer")
+            return reply
+        sources = "; ".join(f"[{n}] {given[n]}" for n in sorted(set(cited)))
+        reply.text = self.phrases("answer", text=str(answer.text).strip(), source=sources)
+        return reply
+
     def _calculate(self, plan: Plan) -> Reply:
         reply = Reply("", plan, model_called=self.model is not None)
         if self.model is None or self.sandbox is None:
             reply.text = self.phrases("declined", reason="compute off: no model or no sandbox")
             return reply
-        data = [
-            content.get("result")
-            for content in self.history.results
-            if plan.call is not None and content.get("tool") == plan.call.get("tool")
-        ]
-        inputs = data[-1] if data else None
-        request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=inputs)
+        reads = self._reads_of(plan)
+        if reads is None:
+            reply.text = self.phrases(
+                "declined", reason="compute off: a read it draws on did not run"
+            )
+            return reply
+        request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=reads)
         try:
             answer = ModelReply.of(self.model.respond(request))
         except ModelUnavailable:
@@ -527,14 +567,40 @@ class Conversation:
         if not answer.function:
             reply.text = self.phrases("declined", reason="compute off: the model wrote no function")
             return reply
+        arguments = [read["result"] for read in reads]
         try:
-            result = self.sandbox(answer.function, inputs)
+            result = self.sandbox(answer.function, arguments)
         except Exception as error:  # noqa: BLE001 - the sandbox refused or failed: say so
-            reply.text = self.phrases("failed", action="compute", error=str(error))
+            off = bool(getattr(error, "compute_off", False))  # it cannot start here at all
+            why = f"compute off: {error}" if off else f"the calculation was stopped: {error}"
+            reply.text = self.phrases("declined", reason=why)
+            reply.ran.append({"tool": "sandbox", "arguments": {}, "refused": str(error),
+                              "reason": getattr(error, "reason", "unavailable" if off else "failed")})  # fmt: skip
             return reply
         reply.ran.append({"tool": "sandbox", "arguments": {}, "result": result})
         reply.text = self.phrases("computed", result=_summary(result, self.phrases))
         return reply
+
+    def _reads_of(self, plan: Plan) -> list[dict[str, Any]] | None:
+        """Every read the calculation draws on, with its result, in the plan's order: the
+        newest result in this conversation of each call (None when one of them has none)."""
+        wanted = plan.detail.get("reads") or ([plan.call] if plan.call is not None else [])
+        recorded = list(self.history.results)
+        reads = []
+        for call in wanted:
+            found = self.router.result_of(
+                str(call.get("tool")), call.get("arguments") or {}, recorded
+            )
+            if found is MISSING:
+                return None
+            reads.append(
+                {
+                    "tool": call.get("tool"),
+                    "arguments": dict(call.get("arguments") or {}),
+                    "result": found,
+                }
+            )
+        return reads
 
 
 def run_turns(conversation: Conversation, turns: Sequence[str]) -> list[Reply]:
