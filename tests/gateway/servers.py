@@ -1,6 +1,6 @@
 """Real MCP servers for the gateway's tests, written with the `mcp` SDK, run as subprocesses.
 
-    python -m tests.gateway.servers shop     # get_order (read), refund_card (write)
+    python -m tests.gateway.servers shop     # get_order (read), refund_card, close_account (writes)
     python -m tests.gateway.servers web      # fetch_page: a result carrying an injected instruction
     python -m tests.gateway.servers drift    # lookup: its description changes on the second list
 
@@ -50,6 +50,11 @@ def shop() -> MCPServer:
     def refund_card(order_id: str, amount: float) -> dict[str, Any]:
         counted("shop", "refund_card", {"amount": amount, "order_id": order_id})
         return {"refunded": amount, "order_id": order_id}
+
+    @app.tool(description="Close a customer's account for good.")
+    def close_account(customer_id: str) -> str:
+        counted("shop", "close_account", {"customer_id": customer_id})
+        return "closed"
 
     @app.resource("shop://policy", description="The refund policy.")
     def policy() -> str:
