@@ -256,6 +256,9 @@ class Gateway:
             if entry.withdrawn:
                 self._report_withdrawn(entry, at_start=True)
         self.catalogue["tools"].extend(self._content_tools())
+        # One agent reaches every tool of the servers: the console's sessions name their agent.
+        names = [tool["name"] for tool in self.catalogue["tools"]]
+        self.catalogue["agents"] = {self.config.agent: {"tools": names}}
         try:
             self.session = self.client.session(self.config.agent, catalogue=self.catalogue)
         except (SelectorUnavailableError, RequestRefused) as exc:
