@@ -124,7 +124,9 @@ def _approve(args: argparse.Namespace) -> int:
         for defined in tools:
             old = before.pop(defined["name"], None)
             mark = "new" if old is None else ("changed" if old != defined else "same")
-            sys.stdout.write(f"  {name}.{defined['name']} ({mark}) {pinning.digest(defined)[:16]}\n")
+            sys.stdout.write(
+                f"  {name}.{defined['name']} ({mark}) {pinning.digest(defined)[:16]}\n"
+            )
         for gone in sorted(before):
             sys.stdout.write(f"  {name}.{gone} (gone)\n")
     pinning.write_pins(config.pins, pins)
@@ -147,9 +149,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "schemas and annotations. A tool that changes later is withdrawn until approved again.",
     )
     approve.add_argument("--config", dest="approve_config", help="the gateway's configuration")
-    approve.add_argument(
-        "--server", action="append", help="approve only this server (repeatable)"
-    )
+    approve.add_argument("--server", action="append", help="approve only this server (repeatable)")
     approve.add_argument("--verbose", action="store_true", dest="approve_verbose")
     approve.set_defaults(handler=_approve_command)
 

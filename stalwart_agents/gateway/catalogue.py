@@ -61,9 +61,7 @@ class Entry:
     withdrawn: str | None = None  # why: not_approved, changed, schema_unusable
 
 
-def kind_of(
-    server: ServerConfig, marks: ToolMarks, defined: Mapping[str, Any]
-) -> tuple[str, str]:
+def kind_of(server: ServerConfig, marks: ToolMarks, defined: Mapping[str, Any]) -> tuple[str, str]:
     """The tool's kind and what said so (`tool_kinds`, `gateway.yaml`, `annotations`, ...)."""
     bare = defined["name"]
     if bare in server.tool_kinds:
@@ -163,7 +161,9 @@ def build(
             bare = defined.get("name")
             full = f"{server_name}.{bare}"
             if not isinstance(bare, str) or not NAME.match(full):
-                log.warning("gateway: %s lists a tool with an unusable name; not offered", server_name)
+                log.warning(
+                    "gateway: %s lists a tool with an unusable name; not offered", server_name
+                )
                 continue
             if full in entries:
                 log.warning("gateway: %s lists `%s` twice; the first is kept", server_name, bare)
@@ -201,7 +201,9 @@ def build(
         try:
             engine.load_catalogue(data)
         except engine.CatalogueInvalid as again:
-            raise CatalogueUnusable(f"the catalogue from the servers does not load: {again}") from None
+            raise CatalogueUnusable(
+                f"the catalogue from the servers does not load: {again}"
+            ) from None
     return data, entries
 
 

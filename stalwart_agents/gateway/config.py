@@ -255,7 +255,9 @@ class _Reader:
             if isinstance(text, (int, float)) and not isinstance(text, bool):
                 text = str(text)
             if not isinstance(text, str) or len(text) > MAX_TEXT:
-                self.problem(where, "must be text (write `${NAME}` to take it from the environment)")
+                self.problem(
+                    where, "must be text (write `${NAME}` to take it from the environment)"
+                )
                 continue
             for reference in REFERENCE.findall(text):
                 if not ENV_NAME.match(reference):
@@ -393,13 +395,19 @@ def _server(name: str, raw: Any, base: Path, reader: _Reader) -> ServerConfig | 
             good.append(arg)
         args = tuple(good)
     timeout = raw.get("timeout", 30)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout <= 3600
+    ):
         reader.problem(f"{path}.timeout", "must be a number of seconds, above 0 and at most 3600")
         timeout = 30
     tools_raw = raw.get("tools") or {}
     tools: dict[str, ToolMarks] = {}
     if not isinstance(tools_raw, Mapping) or len(tools_raw) > MAX_TOOL_MARKS:
-        reader.problem(f"{path}.tools", f"must be a mapping of tool name to marks (at most {MAX_TOOL_MARKS})")
+        reader.problem(
+            f"{path}.tools", f"must be a mapping of tool name to marks (at most {MAX_TOOL_MARKS})"
+        )
     else:
         for tool, marks in tools_raw.items():
             where = f"{path}.tools.{tool}"
@@ -453,9 +461,7 @@ def load_config(path: str | Path) -> GatewayConfig:
             label, [Problem("", f"cannot be read: {(exc.strerror or str(exc)).lower()}")]
         ) from None
     if len(data) > MAX_FILE_BYTES:
-        raise GatewayConfigInvalid(
-            label, [Problem("", f"is larger than {MAX_FILE_BYTES} bytes")]
-        )
+        raise GatewayConfigInvalid(label, [Problem("", f"is larger than {MAX_FILE_BYTES} bytes")])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -466,7 +472,9 @@ def load_config(path: str | Path) -> GatewayConfig:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or "it is not valid YAML"
         line = mark.line + 1 if mark is not None else None
-        raise GatewayConfigInvalid(label, [Problem("", f"is not valid YAML: {problem}", line)]) from None
+        raise GatewayConfigInvalid(
+            label, [Problem("", f"is not valid YAML: {problem}", line)]
+        ) from None
     return read_config(raw, base=file.parent, lines=_lines(text), path=file)
 
 
@@ -494,7 +502,11 @@ def read_config(
     stem = path.stem if path is not None else "gateway"
     pins = (base / (pins_name or f"{stem}.pins.json")).resolve()
     timeout = raw.get("approval_timeout", 300)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 86_400:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout <= 86_400
+    ):
         reader.problem("approval_timeout", "must be a number of seconds, above 0 and at most 86400")
         timeout = 300
     servers_raw = raw.get("servers")

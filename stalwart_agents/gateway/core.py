@@ -117,7 +117,9 @@ def _shown(value: Any) -> str:
 
 def question(tool: str, arguments: Mapping[str, Any], reasons: list[str], check: Check) -> str:
     """What the person is shown: the call, why it is held, each argument and where it came from."""
-    shown = check.detail.get("arguments") if isinstance(check.detail.get("arguments"), dict) else None
+    shown = (
+        check.detail.get("arguments") if isinstance(check.detail.get("arguments"), dict) else None
+    )
     origins = check.detail.get("origins") if isinstance(check.detail.get("origins"), dict) else {}
     lines = [f"Stalwart holds a call for your yes: {tool}", f"Why: {', '.join(reasons)}"]
     if arguments:
@@ -317,7 +319,9 @@ class Gateway:
             try:
                 now = await upstream.list_tools()
             except Exception as exc:  # noqa: BLE001 - an upstream that fails to list offers nothing
-                log.warning("gateway: the server `%s` cannot list its tools: %s", upstream.name, exc)
+                log.warning(
+                    "gateway: the server `%s` cannot list its tools: %s", upstream.name, exc
+                )
                 continue
             upstream.tools = now
             for defined in now:
@@ -375,13 +379,17 @@ class Gateway:
             return error_result(refused.reasons, str(refused))
 
     def _entry(self, name: str) -> catalogue_builder.Entry | None:
-        server, _, _ = name.partition(".")
-        upstream = self.upstreams.get(server)
-        if upstream is not None and (upstream.error is not None or upstream.client is None):
-            raise Refusal(["upstream_unavailable"], upstream.error or f"`{server}` is not connected")
         if self.session is None:
             raise Refusal(
                 ["selector_unavailable"], self.session_error or "the tool check cannot answer"
+            )
+        if self.firewall_error is not None:
+            raise Refusal(["firewall_unavailable"], self.firewall_error)
+        server, _, _ = name.partition(".")
+        upstream = self.upstreams.get(server)
+        if upstream is not None and (upstream.error is not None or upstream.client is None):
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
             )
         if name in self.changed:
             raise Refusal(
@@ -392,7 +400,8 @@ class Gateway:
         entry = self.entries.get(name)
         if entry is not None and entry.withdrawn == "not_approved":
             raise Refusal(
-                ["withdrawn"], f"`{name}` is withdrawn: it is not approved (stalwart gateway approve)"
+                ["withdrawn"],
+                f"`{name}` is withdrawn: it is not approved (stalwart gateway approve)",
             )
         if entry is not None and entry.withdrawn == "changed":
             raise Refusal(
@@ -414,7 +423,9 @@ class Gateway:
         except SelectorUnavailableError as exc:
             raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
         except RequestRefused as exc:
-            raise Refusal(["selector_unavailable"], f"the console refused the check: {exc}") from None
+            raise Refusal(
+                ["selector_unavailable"], f"the console refused the check: {exc}"
+            ) from None
 
     def _firewall(self, name: str, arguments: Mapping[str, Any]) -> Any:
         if self.firewall_error is not None:
@@ -454,7 +465,9 @@ class Gateway:
         if reasons:
             if entry is None:
                 raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
-            token = await self._ask(name, arguments, forwarded, check, reasons, elicit, input_required)
+            token = await self._ask(
+                name, arguments, forwarded, check, reasons, elicit, input_required
+            )
             if isinstance(token, types.InputRequiredResult):
                 return token
         return await self._run(name, forwarded, token, entry)
@@ -493,18 +506,24 @@ class Gateway:
             try:
                 answer = await elicit(text, CONFIRM_SCHEMA)
             except Exception as exc:  # noqa: BLE001 - an unanswered question is a no
-                raise Refusal(reasons, f"`{name}` was not approved: the question failed: {exc}") from None
+                raise Refusal(
+                    reasons, f"`{name}` was not approved: the question failed: {exc}"
+                ) from None
             if not accepted(answer):
                 raise Refusal(reasons, f"`{name}` was not approved: the person said no")
             return self._token(check, name, forwarded)
         if input_required:
             self._expire()
             state = secrets.token_urlsafe(24)
-            self.pending[state] = Pending(name, arguments, forwarded, check, reasons, time.monotonic())
+            self.pending[state] = Pending(
+                name, arguments, forwarded, check, reasons, time.monotonic()
+            )
             request = types.ElicitRequest(
                 params=types.ElicitRequestFormParams(message=text, requested_schema=CONFIRM_SCHEMA)
             )
-            return types.InputRequiredResult(input_requests={CONFIRM_KEY: request}, request_state=state)
+            return types.InputRequiredResult(
+                input_requests={CONFIRM_KEY: request}, request_state=state
+            )
         raise Refusal(
             reasons,
             f"`{name}` needs a person's yes and nobody can be asked: the client does not support "
@@ -516,7 +535,9 @@ class Gateway:
         try:
             return approve(self.session, check, name, forwarded)
         except (SelectorUnavailableError, ValueError) as exc:
-            raise Refusal(["selector_unavailable"], f"the approval cannot be signed: {exc}") from None
+            raise Refusal(
+                ["selector_unavailable"], f"the approval cannot be signed: {exc}"
+            ) from None
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -534,7 +555,9 @@ class Gateway:
     ) -> types.CallToolResult:
         pending = self.pending.pop(state, None)
         if pending is None or time.monotonic() - pending.created > PENDING_TTL:
-            raise Refusal(["token_invalid"], f"`{name}`: the question it answers is unknown or expired")
+            raise Refusal(
+                ["token_invalid"], f"`{name}`: the question it answers is unknown or expired"
+            )
         if pending.tool != name or canonical_json(pending.arguments) != canonical_json(arguments):
             raise Refusal(["token_mismatch"], f"`{name}`: the answer is for another call")
         answer = (responses or {}).get(CONFIRM_KEY)
@@ -572,7 +595,9 @@ class Gateway:
             except SelectorUnavailableError as exc:
                 raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
             except RequestRefused as exc:
-                raise Refusal(["selector_unavailable"], f"the console refused the call: {exc}") from None
+                raise Refusal(
+                    ["selector_unavailable"], f"the console refused the call: {exc}"
+                ) from None
         kind = outcome.get("outcome")
         if kind == "SUCCEEDED":
             return types.CallToolResult.model_validate(outcome.get("result") or {"content": []})
@@ -593,7 +618,9 @@ class Gateway:
         try:
             self.session.record(f"{server}.__resources__", {"uri": uri}, content)
         except Exception as exc:  # noqa: BLE001 - unrecorded outside content must not be handed on
-            raise Refusal(["selector_unavailable"], f"the content cannot be recorded: {exc}") from None
+            raise Refusal(
+                ["selector_unavailable"], f"the content cannot be recorded: {exc}"
+            ) from None
 
     def _connected(self) -> list[Upstream]:
         return [u for u in self.upstreams.values() if u.error is None and u.client is not None]
@@ -619,7 +646,9 @@ class Gateway:
             raise Refusal(["unknown_resource"], f"no server offers the resource `{uri}`")
         upstream = self.upstreams[server]
         if upstream.client is None:
-            raise Refusal(["upstream_unavailable"], upstream.error or f"`{server}` is not connected")
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
+            )
         result = await upstream.client.read_resource(uri)
         async with self._lock:
             self._record_content(server, uri, result)
@@ -636,13 +665,17 @@ class Gateway:
                 found.append(prompt.model_copy(update={"name": f"{upstream.name}.{prompt.name}"}))
         return found
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None) -> types.GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None
+    ) -> types.GetPromptResult:
         server, _, prompt = name.partition(".")
         upstream = self.upstreams.get(server)
         if upstream is None or not prompt:
             raise Refusal(["unknown_prompt"], f"no server offers the prompt `{name}`")
         if upstream.client is None:
-            raise Refusal(["upstream_unavailable"], upstream.error or f"`{server}` is not connected")
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
+            )
         result = await upstream.client.get_prompt(prompt, dict(arguments or {}))
         async with self._lock:
             self._record_content(server, f"prompt:{prompt}", result)

@@ -64,7 +64,9 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert "shop.refund_card" in person.asked[0] and "amount = 20" in person.asked[0]
     refunds = [c for c in calls_of(calls) if c[1] == "refund_card"]
     assert refunds == [("shop", "refund_card", {"amount": 20, "order_id": "A1"})]
-    assert ("shop", "refund_card") not in [(s, t) for s, t, _ in calls_of(calls)[: person.seen_calls[0]]]
+    assert ("shop", "refund_card") not in [
+        (s, t) for s, t, _ in calls_of(calls)[: person.seen_calls[0]]
+    ]
 
     # A write the person says no to never runs.
     person.answer = False
@@ -110,6 +112,7 @@ def _environ(calls: Path) -> dict[str, str]:
 
 
 def test_a_client_over_stdio_goes_through_the_gateway(approved_gateway) -> None:  # noqa: ANN001
+    assert approved_gateway["approve_code"] == 1, "`down` cannot be approved: exit 1"
     calls = approved_gateway["calls"]
     calls.write_text("", encoding="utf-8")
     person = Person(calls)
@@ -161,7 +164,9 @@ def http_gateway(approved_gateway):  # noqa: ANN001, ANN201
         process.kill()
 
 
-def test_a_client_over_streamable_http_goes_through_the_gateway(approved_gateway, http_gateway) -> None:  # noqa: ANN001, E501
+def test_a_client_over_streamable_http_goes_through_the_gateway(
+    approved_gateway, http_gateway
+) -> None:  # noqa: ANN001, E501
     calls = approved_gateway["calls"]
     calls.write_text("", encoding="utf-8")
     person = Person(calls)

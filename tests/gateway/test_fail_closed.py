@@ -1,0 +1,54 @@
+"""Fail closed: a console that cannot answer, a firewall that cannot answer: no call is made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from stalwart_agents import Client
+from stalwart_agents.gateway import Gateway
+from stalwart_agents.gateway.config import read_config
+from tests.gateway.conftest import free_port
+
+
+def _config(tmp_path: Path, **top):  # noqa: ANN003, ANN201
+    servers = {"down": {"url": f"http://127.0.0.1:{free_port()}/mcp", "timeout": 5}}
+    return read_config({"servers": servers, **top}, base=tmp_path)
+
+
+def test_a_console_that_cannot_answer_means_no_call_and_says_why(tmp_path: Path) -> None:
+    async def run():  # noqa: ANN202
+        console = Client(f"http://127.0.0.1:{free_port()}", "key", timeout=2)
+        async with Gateway(_config(tmp_path), client=console) as gateway:
+            return gateway, await gateway.call_tool("down.anything", {})
+
+    gateway, result = anyio.run(run)
+    assert gateway.session is None
+    assert result.is_error
+    assert "cannot answer" in result.content[0].text
+    assert result.structured_content["stalwart"]["reasons"] == ["selector_unavailable"]
+
+
+def test_an_unreachable_server_is_named_with_why(tmp_path: Path) -> None:
+    async def run():  # noqa: ANN202
+        async with Gateway(_config(tmp_path)) as gateway:
+            return await gateway.call_tool("down.anything", {})
+
+    result = anyio.run(run)
+    assert result.is_error
+    assert "the server `down` cannot be reached" in result.content[0].text
+
+
+def test_a_firewall_file_that_is_not_a_policy_refuses_every_call(tmp_path: Path) -> None:
+    (tmp_path / "firewall.json").write_text(json.dumps({"rules": "nope"}), encoding="utf-8")
+
+    async def run():  # noqa: ANN202
+        async with Gateway(_config(tmp_path, firewall="firewall.json")) as gateway:
+            return gateway, await gateway.call_tool("down.anything", {})
+
+    gateway, result = anyio.run(run)
+    assert gateway.firewall_error and "firewall cannot answer" in gateway.firewall_error
+    assert result.is_error
+    assert result.structured_content["stalwart"]["reasons"] == ["firewall_unavailable"]
