@@ -165,7 +165,8 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     if isinstance(session, LocalSession):
         engine = session._check  # noqa: SLF001 - the session's own engine signs its own token
         call = {"tool": tool, "arguments": dict(arguments), "agent": session.agent}
-        return engine.issue_token(call, session=session.history, head=session._head)  # noqa: SLF001
+        head = getattr(session, "_head", None)  # the head the session keeps, where it keeps one
+        return engine.issue_token(call, session=session.history, head=head)
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 

@@ -21,7 +21,15 @@ FIREWALL = {
             "stage": "tool_call",
             "tool_name_glob": "shop.close_account",
             "verdict": "deny",
-        }
+        },
+        {
+            "priority": 20,
+            "name": "no card numbers upstream",
+            "stage": "tool_call",
+            "tool_name_glob": "shop.get_order",
+            "verdict": "sanitize",
+            "sanitize": {"patterns": ["SECRET-[0-9]+"]},
+        },
     ],
 }
 

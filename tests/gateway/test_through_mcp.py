@@ -57,6 +57,12 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert "paid" in text(read)
     assert person.asked == []
 
+    # The firewall's sanitize forwards the cleaned arguments, never the original.
+    cleaned = await client.call_tool("shop.get_order", {"order_id": "SECRET-42"})
+    assert not cleaned.is_error, text(cleaned)
+    assert ("shop", "get_order", {"order_id": "[redacted:custom]"}) in calls_of(calls)
+    assert "SECRET-42" not in calls.read_text(encoding="utf-8")
+
     # A write is put to the person first, and reaches the server only after the yes.
     refund = await client.call_tool("shop.refund_card", {"order_id": "A1", "amount": 20})
     assert not refund.is_error, text(refund)
@@ -93,6 +99,14 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     down = await client.call_tool("down.anything", {})
     assert down.is_error and "`down` cannot be reached" in text(down)
 
+    # A resource of a server marked resources_outside passes through, and labels the session.
+    policy = await client.read_resource("shop://policy")
+    assert "Refunds up to 50" in policy.contents[0].text
+    person.answer = False
+    after_docs = await client.call_tool("shop.refund_card", {"order_id": "A3", "amount": 3})
+    assert after_docs.is_error and "tainted_call" in text(after_docs)
+    assert "shop_docs" in person.asked[-1]
+
     # After a page carrying an injected instruction, the write it asks for is held tainted_call.
     page = await client.call_tool("web.fetch_page", {"page": "help"})
     assert not page.is_error and "ignore previous instructions" in text(page)
@@ -101,10 +115,6 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert injected.is_error and "tainted_call" in text(injected)
     assert "tainted_call" in person.asked[-1] and "web" in person.asked[-1]
     assert not [c for c in calls_of(calls) if c[2].get("amount") == 500]
-
-    # A resource of a server marked resources_outside passes through, and labels the session.
-    policy = await client.read_resource("shop://policy")
-    assert "Refunds up to 50" in policy.contents[0].text
 
 
 def _environ(calls: Path) -> dict[str, str]:
