@@ -37,12 +37,17 @@ def test_a_confirm_waits_for_the_console_queue_and_runs_once_approved(
     approvals = client_for(approver)
 
     def answer(verb: str) -> None:
-        for _ in range(200):
-            pending = ApprovalRequest.objects.filter(status="pending").first()
-            if pending is not None:
-                approvals.post(f"/v1/approvals/{pending.public_id}/{verb}")
-                return
-            threading.Event().wait(0.1)
+        from django.db import connection
+
+        try:
+            for _ in range(200):
+                pending = ApprovalRequest.objects.filter(status="pending").first()
+                if pending is not None:
+                    approvals.post(f"/v1/approvals/{pending.public_id}/{verb}")
+                    return
+                threading.Event().wait(0.1)
+        finally:
+            connection.close()  # this thread's own connection: the test database can be dropped
 
     async def run() -> tuple:
         gateway = Gateway(load_config(config_path), client=Client(live_server.url, key))
