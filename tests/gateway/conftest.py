@@ -30,6 +30,13 @@ FIREWALL = {
             "verdict": "sanitize",
             "sanitize": {"patterns": ["SECRET-[0-9]+"]},
         },
+        {
+            "priority": 30,
+            "name": "pages need a yes",
+            "stage": "tool_call",
+            "tool_name_glob": "web.fetch_page",
+            "verdict": "require_approval",
+        },
     ],
 }
 

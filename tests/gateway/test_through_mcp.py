@@ -108,8 +108,11 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert "shop_docs" in person.asked[-1]
 
     # After a page carrying an injected instruction, the write it asks for is held tainted_call.
+    # The firewall's require_approval puts even a read to the person.
+    person.answer = True
     page = await client.call_tool("web.fetch_page", {"page": "help"})
     assert not page.is_error and "ignore previous instructions" in text(page)
+    assert "web.fetch_page" in person.asked[-1] and "firewall: pages need a yes" in person.asked[-1]
     person.answer = False
     injected = await client.call_tool("shop.refund_card", {"order_id": "A1", "amount": 500})
     assert injected.is_error and "tainted_call" in text(injected)
