@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -605,7 +606,8 @@ class Gateway:
         reasons = [str(r) for r in outcome.get("reasons") or []]
         if kind in ("REFUSED", "REJECTED", "CONFIRM"):
             raise Refusal(reasons, f"`{name}` is refused")
-        error = (outcome.get("detail") or {}).get("error") or ", ".join(reasons) or kind
+        error = str((outcome.get("detail") or {}).get("error") or ", ".join(reasons) or kind)
+        error = re.sub(r"^[A-Z]\w*: ", "", error)  # the reason, not the exception's class name
         raise Refusal(
             [str(kind).lower()], f"`{name}` did not complete on `{entry.server}`: {error}"
         )

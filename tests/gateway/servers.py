@@ -51,6 +51,13 @@ def shop() -> MCPServer:
         counted("shop", "refund_card", {"amount": amount, "order_id": order_id})
         return {"refunded": amount, "order_id": order_id}
 
+    @app.tool(
+        description="The process id of this server.",
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+    def server_pid() -> int:
+        return os.getpid()
+
     @app.tool(description="Close a customer's account for good.")
     def close_account(customer_id: str) -> str:
         counted("shop", "close_account", {"customer_id": customer_id})

@@ -52,3 +52,32 @@ def test_a_firewall_file_that_is_not_a_policy_refuses_every_call(tmp_path: Path)
     assert gateway.firewall_error and "firewall cannot answer" in gateway.firewall_error
     assert result.is_error
     assert result.structured_content["stalwart"]["reasons"] == ["firewall_unavailable"]
+
+
+def test_a_server_that_dies_mid_session_is_named_and_nothing_is_forwarded(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from stalwart_agents import cli
+    from tests.gateway.conftest import server_block
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text("servers:\n" + server_block("shop").replace("'${GATEWAY_TEST_CALLS}'", "''"))
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+
+    async def run():  # noqa: ANN202
+        from stalwart_agents.gateway import load_config
+
+        async with Gateway(load_config(path)) as gateway:
+            pid = await gateway.call_tool("shop.server_pid", {})
+            assert not pid.is_error, pid.content
+            os.kill(int(pid.content[0].text), signal.SIGKILL)  # the server this test started
+            with anyio.fail_after(40):
+                return await gateway.call_tool("shop.get_order", {"order_id": "A1"})
+
+    result = anyio.run(run)
+    assert result.is_error
+    assert result.structured_content["stalwart"]["reasons"] == ["failed"]
+    assert result.content[0].text == (
+        "`shop.get_order` did not complete on `shop`: Connection closed (failed)"
+    )
