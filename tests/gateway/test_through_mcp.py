@@ -99,6 +99,12 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     down = await client.call_tool("down.anything", {})
     assert down.is_error and "`down` cannot be reached" in text(down)
 
+    # Prompts pass through, named after their server.
+    prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
+    assert "shop.ask_order" in prompts
+    prompt = await client.get_prompt("shop.ask_order", {"order_id": "A9"})
+    assert "order A9" in prompt.messages[0].content.text
+
     # A resource of a server marked resources_outside passes through, and labels the session.
     policy = await client.read_resource("shop://policy")
     assert "Refunds up to 50" in policy.contents[0].text
