@@ -215,9 +215,7 @@ class Gateway:
                     f"the server `{upstream.name}` cannot be reached: it did not answer within "
                     f"{upstream.config.timeout:g} s"
                 )
-                await upstream.close()
-                if upstream._scope is not None:  # noqa: SLF001
-                    upstream._scope.cancel()  # noqa: SLF001
+                upstream.abandon()
         self._load_firewall()
         self._load_pins()
         self._open_session()
@@ -632,7 +630,7 @@ class Gateway:
         found = []
         for upstream in self._connected():
             try:
-                page = await upstream._client().list_resources()  # noqa: SLF001
+                page = await upstream.connected().list_resources()
             except Exception:  # noqa: BLE001 - a server without resources lists none
                 continue
             for resource in page.resources:
@@ -661,7 +659,7 @@ class Gateway:
         found = []
         for upstream in self._connected():
             try:
-                page = await upstream._client().list_prompts()  # noqa: SLF001
+                page = await upstream.connected().list_prompts()
             except Exception:  # noqa: BLE001 - a server without prompts lists none
                 continue
             for prompt in page.prompts:

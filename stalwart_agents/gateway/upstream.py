@@ -105,7 +105,7 @@ class Upstream:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools now, as pinned definitions (every page, within bounds)."""
-        client = self._client()
+        client = self.connected()
         tools: list[dict[str, Any]] = []
         cursor = None
         with anyio.fail_after(self.config.timeout):
@@ -117,13 +117,20 @@ class Upstream:
                     break
         return tools
 
-    def _client(self) -> mcp.Client:
+    def connected(self) -> mcp.Client:
+        """The open client, or `ConnectionError` saying why there is none."""
         if self.client is None:
             raise ConnectionError(self.error or f"the server `{self.name}` is not connected")
         return self.client
 
     async def call_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        return await self._client().call_tool(tool, dict(arguments))
+        return await self.connected().call_tool(tool, dict(arguments))
 
     async def close(self) -> None:
         self._stop.set()
+
+    def abandon(self) -> None:
+        """Stop a connection that is still being opened (it did not answer in time)."""
+        self._stop.set()
+        if self._scope is not None:
+            self._scope.cancel()
