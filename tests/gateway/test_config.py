@@ -117,3 +117,11 @@ def test_the_command_without_a_config_is_a_usage_error(capsys) -> None:  # noqa:
     assert cli.main(["gateway"]) == 2
     assert "--config" in capsys.readouterr().err
     assert cli.main(["gateway", "--config", "nowhere.yaml"]) == 1
+
+
+def test_http_needs_a_port_and_a_port_needs_http(tmp_path, capsys) -> None:  # noqa: ANN001
+    path = write(tmp_path, GOOD)
+    assert cli.main(["gateway", "--config", str(path), "--http"]) == 2
+    assert "give --port with --http" in capsys.readouterr().err
+    assert cli.main(["gateway", "--config", str(path), "--port", "8765"]) == 2
+    assert "--port is for --http" in capsys.readouterr().err
