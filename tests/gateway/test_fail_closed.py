@@ -54,21 +54,29 @@ def test_a_firewall_file_that_is_not_a_policy_refuses_every_call(tmp_path: Path)
     assert result.structured_content["stalwart"]["reasons"] == ["firewall_unavailable"]
 
 
-def test_a_server_that_dies_mid_session_is_named_and_nothing_is_forwarded(tmp_path: Path) -> None:
+def test_an_unaskable_write_is_not_made_and_a_server_that_dies_is_named(tmp_path: Path) -> None:
     import os
     import signal
 
     from stalwart_agents import cli
     from tests.gateway.conftest import server_block
 
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
     path = tmp_path / "gateway.yaml"
-    path.write_text("servers:\n" + server_block("shop").replace("'${GATEWAY_TEST_CALLS}'", "''"))
+    path.write_text(
+        "servers:\n" + server_block("shop").replace("${GATEWAY_TEST_CALLS}", str(calls))
+    )
     assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
 
     async def run():  # noqa: ANN202
         from stalwart_agents.gateway import load_config
 
         async with Gateway(load_config(path)) as gateway:
+            # A write nobody can be asked about (no elicitation, no console) is not made.
+            unasked = await gateway.call_tool("shop.refund_card", {"order_id": "A1", "amount": 1})
+            assert unasked.is_error and "nobody can be asked" in unasked.content[0].text
+            assert calls.read_text(encoding="utf-8") == ""
             pid = await gateway.call_tool("shop.server_pid", {})
             assert not pid.is_error, pid.content
             os.kill(int(pid.content[0].text), signal.SIGKILL)  # the server this test started
