@@ -580,6 +580,12 @@ class LocalSession(Session):
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from exc
 
+    def approve_call(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        """Sign the host's own yes to exactly this call at this point, where something after the
+        tool check held it for a person (the firewall's `require_approval`): the call is then
+        checked again with the token, and runs only as approved."""
+        return self.runtime.token_for(self.runtime.call_of(tool, arguments))
+
     def deny(self, check: Check | str) -> None:
         self.runtime.deny(check.approval if isinstance(check, Check) else check)
 

@@ -155,19 +155,13 @@ def accepted(answer: Any) -> bool:
 
 
 def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, Any]) -> str:
-    """The session's token for a person's yes to exactly this call (in this process).
-
-    `session.approve(check)` where the SDK has it; else the token is signed by the session's own
-    tool check at the session's current point, which is what `approve` does.
-    """
-    signer = getattr(session, "approve", None)
-    if callable(signer) and check.approval:
-        return str(signer(check))
-    if isinstance(session, LocalSession):
-        engine = session._check  # noqa: SLF001 - the session's own engine signs its own token
-        call = {"tool": tool, "arguments": dict(arguments), "agent": session.agent}
-        head = getattr(session, "_head", None)  # the head the session keeps, where it keeps one
-        return engine.issue_token(call, session=session.history, head=head)
+    """The session's token for a person's yes to exactly this call (in this process): the
+    runtime signs it (`session.approve`), once per request; against the console it is the
+    approvers' queue that answers (`SelectorUnavailableError` here)."""
+    if check.approval:
+        return str(session.approve(check))
+    if isinstance(session, LocalSession):  # held after the check (the firewall): the host's yes
+        return session.approve_call(tool, arguments)
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
@@ -583,8 +577,8 @@ class Gateway:
             raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
         upstream = self.upstreams[entry.server]
 
-        def forward(call_arguments: dict[str, Any], context: Any) -> Any:
-            result = anyio.from_thread.run(upstream.call_tool, entry.tool, call_arguments)
+        def forward(arguments: dict[str, Any], context: Any) -> Any:  # the executor's form
+            result = anyio.from_thread.run(upstream.call_tool, entry.tool, arguments)
             return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
         async with self._lock:
