@@ -158,16 +158,18 @@ def test_a_policy_is_compiled_once_per_version_not_per_request(api, monkeypatch)
 
 
 def test_a_catalogue_is_loaded_once_per_content_whichever_sessions_carry_it(api, monkeypatch):
+    from guard import engine
     from guard import services as guard_services
-    from guard.engine import check as engine_check
-    from stalwart_agents import Agent
+    from stalwart_agents import Agent, runtime
 
-    monkeypatch.setattr(guard_services, "_built", type(guard_services._built)())
+    # Every cache the runtime keeps, empty: the content has been seen by nobody.
+    for name in ("_built", "_digests"):
+        monkeypatch.setattr(guard_services, name, type(getattr(guard_services, name))())
+    for name in ("_wirings", "_catalogues", "_routers"):
+        monkeypatch.setattr(runtime, name, type(getattr(runtime, name))())
     loads = []
-    real = engine_check.load_catalogue
-    monkeypatch.setattr(
-        engine_check, "load_catalogue", lambda *a, **k: loads.append(1) or real(*a, **k)
-    )
+    real = engine.load_catalogue
+    monkeypatch.setattr(engine, "load_catalogue", lambda *a, **k: loads.append(1) or real(*a, **k))
     desk = Agent.from_file("examples/shop/agent.yaml")
     body = {"agent": "billing", "catalogue": desk.catalogue(), "rulebook": desk.rules().record}
     sessions = [api("/v1/sessions", body)["id"] for _ in range(2)]
