@@ -44,6 +44,7 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
             "verdict": "deny",
         },
     )
+    services.policy_publish(actor=actor, policy=policy)
     event = console_services.event_record(
         organisation=organisation,
         source="toolcheck",
