@@ -208,7 +208,11 @@ class RollbackSerializer(_Strict):
 
 
 class PolicyVersionsView(APIView):
-    @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="firewall_policy_versions_list",
+        parameters=[ORG_PARAM],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request, policy_id: int):  # noqa: ANN001, ANN201
         """The published versions, newest first; `published` is the one that decides."""
         actor = actor_for_request(request)
