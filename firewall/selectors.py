@@ -116,7 +116,9 @@ def draft_replay(
     draft = engine.compile_policy(policy_json(policy), strict=False, resolver=_no_lookup)
     events = (
         Event.objects.filter(
-            organisation=policy.organisation, source="firewall", at__gte=now - dt.timedelta(hours=hours)
+            organisation=policy.organisation,
+            source="firewall",
+            at__gte=now - dt.timedelta(hours=hours),
         )
         .order_by("-at", "-id")
         .only("id", "at", "tool", "agent", "detail")[:limit]

@@ -335,7 +335,9 @@ def policy_export(*, policy: Policy, number: int | None = None) -> dict[str, Any
     if number is None:
         version = policy.published
         if version is None:
-            raise ValidationError({"version": ["nothing is published yet: publish the draft first"]})
+            raise ValidationError(
+                {"version": ["nothing is published yet: publish the draft first"]}
+            )
     else:
         version = policy.versions.filter(number=number).first()
         if version is None:
@@ -474,7 +476,9 @@ def _draft_replace(
         row.spec, row.priority, row.name = spec, spec["priority"], spec["name"]
         row.updated_at = now
     Rule.objects.bulk_update(kept, ["spec", "priority", "name", "updated_at"])
-    Rule.objects.bulk_create([_rule_row(actor, policy, spec) for spec in new], batch_size=IMPORT_BATCH)
+    Rule.objects.bulk_create(
+        [_rule_row(actor, policy, spec) for spec in new], batch_size=IMPORT_BATCH
+    )
     Policy.objects.filter(pk=policy.pk).update(
         default_verdict=default_verdict, revision=F("revision") + 1, updated_at=timezone.now()
     )
@@ -499,7 +503,11 @@ def policy_rollback(
         raise ValidationError({"version": [f"the policy has no version {number}"]})
     if policy.published is not None and policy.published.digest == target.digest:
         raise ValidationError(
-            {"version": [f"version {number} decides as the published one does: nothing to roll back"]}
+            {
+                "version": [
+                    f"version {number} decides as the published one does: nothing to roll back"
+                ]
+            }
         )
     if not discard_draft and draft_changed(policy=policy) and policy.published is not None:
         raise ValidationError(
@@ -511,9 +519,7 @@ def policy_rollback(
             }
         )
     _draft_replace(actor, policy, default_verdict=target.default_verdict, rules=target.rules)
-    return _publish(
-        actor, policy, note=note or f"rollback to version {number}", copied_from=number
-    )
+    return _publish(actor, policy, note=note or f"rollback to version {number}", copied_from=number)
 
 
 @transaction.atomic

@@ -187,7 +187,9 @@ class _Strict(serializers.Serializer):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError({n: ["not a field of this body"] for n in unknown})
+                raise serializers.ValidationError(
+                    {n: ["not a field of this body"] for n in unknown}
+                )
         return super().to_internal_value(data)
 
 
@@ -327,9 +329,7 @@ class PolicyDraftView(APIView):
         policy = get_object_for_actor(Policy, actor, pk=policy_id)
         services.policy_draft_import(actor=actor, policy=policy, data=_object(request))
         policy.refresh_from_db()
-        return Response(
-            {**_policy_summary(policy), **services.policy_draft_export(policy=policy)}
-        )
+        return Response({**_policy_summary(policy), **services.policy_draft_export(policy=policy)})
 
 
 class PolicyReplayView(APIView):

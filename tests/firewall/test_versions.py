@@ -104,9 +104,7 @@ def test_versions_are_numbered_and_never_change(policy, editor_actor):
     assert PolicyVersion.objects.get(pk=first.pk).note == "first"
 
 
-def test_publishing_a_draft_that_decides_as_the_published_version_is_refused(
-    policy, editor_actor
-):
+def test_publishing_a_draft_that_decides_as_the_published_version_is_refused(policy, editor_actor):
     from django.core.exceptions import ValidationError
 
     with pytest.raises(ValidationError) as refused:
@@ -126,9 +124,7 @@ def test_a_publish_is_audited_by_rule_name_never_by_rule_blob(policy, editor_act
 
 
 class TestRoles:
-    def test_only_an_admin_or_an_editor_publishes_or_rolls_back(
-        self, policy, people, client_for
-    ):
+    def test_only_an_admin_or_an_editor_publishes_or_rolls_back(self, policy, people, client_for):
         Rule.objects.filter(policy=policy).update(spec={**NO_RM, "verdict": "audit"})
         for role in ("auditor", "approver"):
             client = client_for(people[role])

@@ -178,7 +178,10 @@ def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver,
             ],
         },
     )
-    assert _post(client, f"/v1/firewall/policies/{created.json()['id']}/publish", {}).status_code == 201
+    assert (
+        _post(client, f"/v1/firewall/policies/{created.json()['id']}/publish", {}).status_code
+        == 201
+    )
     call = {
         "tool": "bank.wire",
         "agent": "desk",
