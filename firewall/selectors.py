@@ -16,7 +16,11 @@ from firewall.runtime import draft_rules, policy_json, version_json
 
 
 def policy_list(*, organisation):  # noqa: ANN001, ANN201
-    return Policy.objects.filter(organisation=organisation).order_by("-active", "name")
+    return (
+        Policy.objects.filter(organisation=organisation)
+        .select_related("published")
+        .order_by("-active", "name")
+    )
 
 
 def match_counts(*, policy: Policy, now: dt.datetime | None = None) -> dict[int, dict[str, int]]:
@@ -73,7 +77,7 @@ def read_ref(text: Any) -> str | int:
         text = text.strip()
         if text == DRAFT:
             return DRAFT
-        if text.isdigit() and 1 <= int(text) <= 2**31:
+        if text.isdigit() and 1 <= int(text) < 2**31:
             return int(text)
     raise ValueError("a version's number, or `draft`")
 

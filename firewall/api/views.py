@@ -200,7 +200,9 @@ class PublishSerializer(_Strict):
 
 
 class RollbackSerializer(_Strict):
-    version = serializers.IntegerField(min_value=1, help_text="the number of the version copied")
+    version = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, help_text="the number of the version copied"
+    )
     note = serializers.CharField(max_length=300, required=False, allow_blank=True)
     discard_draft = serializers.BooleanField(
         required=False,

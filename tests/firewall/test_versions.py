@@ -424,3 +424,15 @@ def test_the_page_publishes_and_rolls_back_for_an_editor(policy, editor_actor, e
     assert Policy.objects.get(pk=policy.pk).published.copied_from == 1
     refused = client.post(f"/firewall/{policy.pk}/rollback", {"version": "nine"})
     assert refused.status_code == 400 and b"version" in refused.content
+
+
+def test_an_events_page_names_the_version_that_decided(policy, editor_actor, editor, client_for):
+    _evaluate(editor_actor, RM_CALL)
+    event = Event.objects.get()
+    page = client_for(editor).get(f"/events/{event.pk}/").content.decode()
+    assert 'id="policy-version">production version 1</dd>' in page
+
+
+def test_the_policies_page_says_which_version_decides(policy, auditor, client_for):
+    page = client_for(auditor).get("/firewall/").content.decode()
+    assert f'href="/firewall/{policy.pk}/versions/1/">version 1</a>' in page
