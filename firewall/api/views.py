@@ -475,7 +475,8 @@ class EvaluateView(RecordsMalformedCalls, APIView):
 
     @extend_schema(parameters=[ORG_PARAM], request=CallSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request):  # noqa: ANN001, ANN201
-        """Decide a call; every verdict but a plain allow is recorded as an event."""
+        """Decide a call with the published version of the active policy (or of `policy`);
+        `policy_version` names it, and every verdict but a plain allow is recorded as an event."""
         actor = actor_for_request(request)
         require(actor, "firewall.evaluate")
         serializer = CallSerializer(data=_object(request))

@@ -436,3 +436,29 @@ def test_an_events_page_names_the_version_that_decided(policy, editor_actor, edi
 def test_the_policies_page_says_which_version_decides(policy, auditor, client_for):
     page = client_for(auditor).get("/firewall/").content.decode()
     assert f'href="/firewall/{policy.pk}/versions/1/">version 1</a>' in page
+
+
+def test_a_live_sequence_rule_the_draft_deleted_still_raises_its_alert_naming_its_version(
+    editor_actor,
+):
+    from firewall.models import SequenceAlert
+    from tests.firewall.test_sequences import EXFIL, _chain, drain_all
+
+    policy = services.policy_create(actor=editor_actor, name="production")
+    rule = services.rule_create(actor=editor_actor, policy=policy, data=EXFIL)
+    services.policy_publish(actor=editor_actor, policy=policy)
+    rule_id = rule.pk
+    services.rule_delete(actor=editor_actor, rule=rule)
+    _chain(editor_actor)
+    drain_all()
+    alert = SequenceAlert.objects.get()
+    assert (alert.rule_id, alert.rule_ref, alert.rule_name) == (None, rule_id, "exfil chain")
+    assert alert.event.detail["policy_version"] == 1
+
+
+def test_the_demo_seeds_a_published_policy():
+    from django.core.management import call_command
+
+    call_command("seed_demo")
+    policy = Policy.objects.get()
+    assert policy.published.number == 1 and not services.draft_changed(policy=policy)
