@@ -32,6 +32,10 @@ class Policy(models.Model):
     published = models.ForeignKey(
         "PolicyVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Replaced by every change to the draft and cleared by a publish: while set, the draft may
+    # decide otherwise than the published version, and it runs in shadow beside every live
+    # decision (recorded, never enforced); it keys the draft's compiled copy.
+    draft_key = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

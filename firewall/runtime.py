@@ -96,3 +96,32 @@ def compiled_version(key: uuid.UUID, name: str = "policy") -> engine.CompiledPol
 def compiled_draft(policy: Policy) -> engine.CompiledPolicy:
     """The draft compiled now (uncached: drafts change with every edit)."""
     return engine.compile_policy(policy_json(policy))
+
+
+_drafts: OrderedDict[str, engine.CompiledPolicy] = OrderedDict()
+
+
+def compiled_draft_for(policy: Policy) -> engine.CompiledPolicy | None:
+    """The draft compiled, cached by the policy's `draft_key` as read with the row; None when
+    there is no draft to run in shadow, or when the draft changed while it was being read.
+
+    Every change to the draft replaces the key in the transaction that changes it, so a key read
+    again after the rules, and still the same, means the rules read are exactly that key's.
+    """
+    key = getattr(policy, "draft_key", None)
+    if key is None:
+        return None
+    cache_key = str(key)
+    with _lock:
+        hit = _drafts.get(cache_key)
+        if hit is not None:
+            _drafts.move_to_end(cache_key)
+            return hit
+    compiled = compiled_draft(policy)
+    if Policy.objects.filter(pk=policy.pk).values_list("draft_key", flat=True).first() != key:
+        return None
+    with _lock:
+        _drafts[cache_key] = compiled
+        while len(_drafts) > _CACHE_SIZE:
+            _drafts.popitem(last=False)
+    return compiled

@@ -148,3 +148,23 @@ def draft_replay(
         "changed": count,
         "changes": changes,
     }
+
+
+def draft_in_shadow(*, policy: Policy, shown: int = REPLAY_SHOWN) -> dict[str, Any] | None:
+    """The live decisions the current draft, in shadow beside them, would have decided otherwise:
+    recorded since the draft last changed (its `draft_key`), never enforced. None without a draft."""
+    if policy.draft_key is None or policy.published_id is None:
+        return None
+    rows = Event.objects.filter(
+        organisation=policy.organisation,
+        source="firewall",
+        detail__draft__key=str(policy.draft_key),
+    )
+    return {
+        "count": rows.count(),
+        "events": list(
+            rows.order_by("-at", "-id").only("id", "at", "tool", "verdict", "rule", "detail")[
+                :shown
+            ]
+        ),
+    }

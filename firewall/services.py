@@ -31,6 +31,7 @@ from firewall.matching import sequence_rules, sequence_rules_of
 from firewall.models import Policy, PolicyVersion, Rule, RuleMatchCount
 from firewall.runtime import (
     compiled_draft,
+    compiled_draft_for,
     compiled_version,
     content_digest,
     draft_rules,
@@ -59,7 +60,7 @@ def _issues_error(issues, prefix: str = "") -> ValidationError:  # noqa: ANN001
 def _bump(policy: Policy) -> None:
     """Count a change of the draft; what decides (the published version) is untouched."""
     Policy.objects.filter(pk=policy.pk).update(
-        revision=F("revision") + 1, updated_at=timezone.now()
+        revision=F("revision") + 1, draft_key=uuid.uuid4(), updated_at=timezone.now()
     )
 
 
@@ -126,6 +127,7 @@ def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Poli
         after["active"],
     )
     policy.revision += 1
+    policy.draft_key = uuid.uuid4()
     policy.save()
     audit_record(
         actor=actor,
@@ -419,8 +421,8 @@ def _publish(actor: Actor, policy: Policy, *, note: Any, copied_from: int | None
         copied_from=copied_from,
         published_by=actor.label,
     )
-    policy.published = version
-    policy.save(update_fields=["published", "updated_at"])
+    policy.published, policy.draft_key = version, None
+    policy.save(update_fields=["published", "draft_key", "updated_at"])
     names = _audit_names(before.rules if before else [], rules)
     changes: dict[str, Any] = {
         "version": {"old": before.number if before else None, "new": version.number},
@@ -480,7 +482,10 @@ def _draft_replace(
         [_rule_row(actor, policy, spec) for spec in new], batch_size=IMPORT_BATCH
     )
     Policy.objects.filter(pk=policy.pk).update(
-        default_verdict=default_verdict, revision=F("revision") + 1, updated_at=timezone.now()
+        default_verdict=default_verdict,
+        revision=F("revision") + 1,
+        draft_key=uuid.uuid4(),
+        updated_at=timezone.now(),
     )
     policy.default_verdict = default_verdict
 
@@ -783,6 +788,27 @@ def _decide(compiled: Any, call: dict[str, Any]) -> dict[str, Any]:
         return _refusal(call, "policy_invalid")
 
 
+def _draft_shadow(policy: Policy, call: dict[str, Any], live: dict[str, Any]) -> dict | None:
+    """The draft's answer to a live call when it differs from the published version's, for the
+    call's event: recorded, never enforced. Only the rules are compared (before switches, holds
+    and tokens), and a draft that cannot answer is left out."""
+    try:
+        compiled = compiled_draft_for(policy)
+        if compiled is None:
+            return None
+        decided = compiled.evaluate(call).to_dict()
+    except engine.FirewallError:
+        return None
+    if (decided["verdict"], decided["rule"]) == (live["verdict"], live["rule"]):
+        return None
+    return {
+        "key": str(policy.draft_key),
+        "verdict": decided["verdict"],
+        "decision": decided["decision"],
+        "rule": decided["rule"],
+    }
+
+
 def _sequence_rules(actor: Actor, published: tuple[uuid.UUID, int] | None, *, given: bool) -> Any:
     """The sequence rules that read this call: the active policy's, whichever policy decided."""
     if given:
@@ -828,6 +854,11 @@ def firewall_evaluate(
     else:
         result = _decide(lambda: compiled_version(published[0], policy.name), call)
     result["policy"] = policy.name if policy else None
+    in_shadow = (
+        _draft_shadow(policy, call, result)
+        if record and published is not None and policy is not None
+        else None
+    )
     decided_by = "draft" if draft and policy else (published[1] if published else None)
     result["policy_version"] = decided_by
     result = _controls(actor, call, result, flags)
@@ -846,7 +877,7 @@ def firewall_evaluate(
         (s["rule_id"], "shadow") for s in result["shadow"] if isinstance(s.get("rule_id"), int)
     ]
     count_matches(matches)
-    plain_allow = result["verdict"] == "allow" and not result["shadow"]
+    plain_allow = result["verdict"] == "allow" and not result["shadow"] and in_shadow is None
     if not plain_allow or (policy is not None and _sequence_rules(actor, published, given=given)):
         event_record(
             organisation=actor.organisation,
@@ -870,6 +901,7 @@ def firewall_evaluate(
                 "shadow": result["shadow"],
                 "cap_cost_cents": result["cap_cost_cents"],
                 "errors": result["errors"],
+                **({"draft": in_shadow} if in_shadow else {}),
             },
         )
     return result

@@ -500,7 +500,9 @@ def policy_diff_page(request: HttpRequest, policy_id: int) -> HttpResponse:
         and not diff["same"]
     ):
         replay = selectors.draft_replay(policy=policy)
+    in_shadow = selectors.draft_in_shadow(policy=policy) if refs["new"] == "draft" else None
     context = {
+        "in_shadow": in_shadow,
         "policy": policy,
         "published": published,
         "choices": _ref_choices(policy, versions),

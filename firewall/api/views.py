@@ -337,7 +337,8 @@ class PolicyDraftView(APIView):
 class PolicyReplayView(APIView):
     @extend_schema(parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request, policy_id: int):  # noqa: ANN001, ANN201
-        """The draft decided on the last day's recorded calls beside the published version."""
+        """The draft decided on the last day's recorded calls beside the published version, and
+        (`in_shadow`) the live decisions it would have decided otherwise since it last changed."""
         actor = actor_for_request(request)
         require(actor, "firewall.read")
         policy = get_object_for_actor(Policy, actor, pk=policy_id)
@@ -352,6 +353,14 @@ class PolicyReplayView(APIView):
             }
             for c in replay.get("changes", [])
         ]
+        shadow = selectors.draft_in_shadow(policy=policy)
+        replay["in_shadow"] = shadow and {
+            "count": shadow["count"],
+            "events": [
+                {"event": e.pk, "tool": e.tool, "verdict": e.verdict, "draft": e.detail["draft"]}
+                for e in shadow["events"]
+            ],
+        }
         return Response(replay)
 
 

@@ -371,7 +371,8 @@ class TestCache:
             assert _evaluate(editor_actor, CURL_CALL)["verdict"] == "deny"
         services.policy_rollback(actor=editor_actor, policy=policy, number=1)
         assert _evaluate(editor_actor, CURL_CALL)["verdict"] == "allow"
-        assert [len(c["rules"]) for c in compiled] == [1, 2, 1]
+        # version 1, the draft (in shadow) once, version 2, version 3
+        assert [len(c["rules"]) for c in compiled] == [1, 2, 2, 1]
 
 
 def test_a_live_rule_the_draft_deleted_is_still_counted_without_a_dangling_row(
@@ -462,3 +463,26 @@ def test_the_demo_seeds_a_published_policy():
     call_command("seed_demo")
     policy = Policy.objects.get()
     assert policy.published.number == 1 and not services.draft_changed(policy=policy)
+
+
+def test_the_draft_runs_in_shadow_beside_live_decisions_recorded_never_enforced(
+    policy, editor_actor, editor, client_for
+):
+    _evaluate(editor_actor, CURL_CALL)
+    assert not Event.objects.exists()  # no draft: a plain allow is not recorded
+    services.rule_create(actor=editor_actor, policy=policy, data=NO_CURL)
+    answer = _evaluate(editor_actor, CURL_CALL)
+    assert (answer["verdict"], answer["policy_version"]) == ("allow", 1)  # never enforced
+    event = Event.objects.get()
+    assert (event.verdict, event.detail["draft"]["verdict"]) == ("allow", "deny")
+    assert event.detail["draft"]["rule"] == "no curl"
+    _evaluate(editor_actor, {"tool": "ls"})  # the draft agrees: nothing recorded
+    assert Event.objects.count() == 1
+    body = client_for(editor).get(f"/v1/firewall/policies/{policy.pk}/replay").json()
+    assert body["in_shadow"]["count"] == 1
+    page = client_for(editor).get(f"/firewall/{policy.pk}/diff").content.decode()
+    assert 'id="in-shadow-summary"' in page
+    services.policy_publish(actor=editor_actor, policy=policy)
+    assert Policy.objects.get(pk=policy.pk).draft_key is None
+    _evaluate(editor_actor, {**CURL_CALL, "tool": "curl.post"})
+    assert "draft" not in Event.objects.latest("id").detail

@@ -12,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("firewall", "0001_initial"), ("console", "0004_holds_and_switches_in_normal_form")]
-AFTER = [("firewall", "0003_remove_policy_version")]
+AFTER = [("firewall", "0004_policy_draft_key")]
 
 
 def _migrate(targets):  # noqa: ANN001, ANN202
@@ -49,5 +49,6 @@ def test_every_existing_policy_becomes_its_published_version_1():
         assert version.digest == content_digest("audit", version.rules)
         empty = Policy.objects.select_related("published").get(name="empty")
         assert (empty.published.number, empty.published.rules) == (1, [])
+        assert migrated.draft_key is None  # the draft is version 1: nothing runs in shadow
     finally:
         _migrate(AFTER)
