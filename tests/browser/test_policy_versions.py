@@ -68,12 +68,17 @@ def test_a_draft_is_published_diffed_and_rolled_back(
     page.wait_for_url(f"**/firewall/{policy.pk}/")
     assert "draft" in page.inner_text("#draft-state")
     assert _decide(actor) == ("allow", 1)
+    from firewall import services
+
+    services.firewall_evaluate(actor=actor, call=CURL_CALL)  # live; the draft runs in shadow
 
     # the diff says what the draft adds, in one line, and what it would change
     page.click("#draft-diff")
     page.wait_for_selector("#diff-added")
     assert "+ no curl: curl.* → deny" in page.inner_text("#diff-added")
     assert page.locator("#replay-summary").count() == 1
+    assert "otherwise" in page.inner_text("#in-shadow-summary")
+    assert "curl.get" in page.inner_text("#in-shadow-events")
     assert page.locator("header.top nav").count() == 1
 
     # publish from the diff: version 2 decides
