@@ -121,14 +121,19 @@ def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Poli
         return policy
     if after["active"] and not policy.active:
         Policy.objects.filter(organisation=actor.organisation, active=True).update(active=False)
-    policy.name, policy.default_verdict, policy.active = (
-        after["name"],
-        after["default_verdict"],
-        after["active"],
-    )
-    policy.revision += 1
-    policy.draft_key = uuid.uuid4()
-    policy.save()
+    # Only the fields changed, and the revision counted in the database: the caller's row may be
+    # older than a publish, which a whole-row save would undo.
+    fields: dict[str, Any] = {
+        "name": after["name"],
+        "default_verdict": after["default_verdict"],
+        "active": after["active"],
+        "revision": F("revision") + 1,
+        "updated_at": timezone.now(),
+    }
+    if after["default_verdict"] != before["default_verdict"]:
+        fields["draft_key"] = uuid.uuid4()  # the draft decides otherwise; a name decides nothing
+    Policy.objects.filter(pk=policy.pk).update(**fields)
+    policy.refresh_from_db()
     audit_record(
         actor=actor,
         action="firewall.policy.update",

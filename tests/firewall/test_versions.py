@@ -486,3 +486,12 @@ def test_the_draft_runs_in_shadow_beside_live_decisions_recorded_never_enforced(
     assert Policy.objects.get(pk=policy.pk).draft_key is None
     _evaluate(editor_actor, {**CURL_CALL, "tool": "curl.post"})
     assert "draft" not in Event.objects.latest("id").detail
+
+
+def test_a_change_of_a_policys_settings_never_undoes_a_publish(policy, editor_actor):
+    stale = Policy.objects.get(pk=policy.pk)  # read before the publish
+    services.rule_create(actor=editor_actor, policy=policy, data=NO_CURL)
+    services.policy_publish(actor=editor_actor, policy=policy)
+    services.policy_update(actor=editor_actor, policy=stale, data={"name": "prod"})
+    fresh = Policy.objects.get(pk=policy.pk)
+    assert (fresh.name, fresh.published.number, fresh.draft_key) == ("prod", 2, None)
