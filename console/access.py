@@ -35,6 +35,8 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "rulebooks.write": frozenset({Role.ADMIN, Role.EDITOR}),
     "firewall.read": frozenset(Role.values),
     "firewall.write": frozenset({Role.ADMIN, Role.EDITOR}),
+    # Making a draft the version that decides (publish, rollback): audited, never the auditor's.
+    "firewall.publish": frozenset({Role.ADMIN, Role.EDITOR}),
     # Evaluating records events and counts matches: the runtime's keys and the people who run it.
     "firewall.evaluate": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "proofs.read": frozenset(Role.values),

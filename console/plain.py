@@ -102,6 +102,10 @@ REASONS: dict[str, tuple[str, str]] = {
         "a ferramenta foi desligada depois de um alerta",
     ),
     "no_active_policy": ("no firewall policy is active", "nenhuma política de firewall está ativa"),
+    "policy_not_published": (
+        "the active firewall policy has no published version",
+        "a política de firewall ativa não tem versão publicada",
+    ),
     "policy_invalid": (
         "the firewall policy no longer compiles",
         "a política de firewall não compila mais",

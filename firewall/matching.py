@@ -35,7 +35,7 @@ from firewall import engine
 from firewall.engine.globs import compile_glob
 from firewall.engine.names import name_key
 from firewall.engine.vocabulary import DECISION_OF_VERDICT
-from firewall.models import MatcherShard, Policy, SequenceAlert, SequenceState
+from firewall.models import MatcherShard, Policy, Rule, SequenceAlert, SequenceState
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ class SequenceRule:
     # (matches the tool, egress only) per step
     step_tests: tuple[tuple[Any, bool], ...]
     compiled: Any
+    # the number of the published version the rule was read from
+    version: int | None = None
 
     def touches(self, tool: str, is_egress: bool) -> bool:
         """Whether any step could take the event."""
@@ -78,8 +80,9 @@ class RuleSet(list):
 
     MEMO_LIMIT = 10_000
 
-    def __init__(self, rules: list[SequenceRule]) -> None:
+    def __init__(self, rules: list[SequenceRule], *, version: int | None = None) -> None:
         super().__init__(rules)
+        self.version = version
         self._memo: dict[tuple[str, bool], tuple[SequenceRule, ...]] = {}
 
     def touching(self, tool: str, is_egress: bool) -> tuple[SequenceRule, ...]:
@@ -99,35 +102,46 @@ _NO_RULES = RuleSet([])
 
 
 def sequence_rules(organisation_id: int) -> RuleSet:
-    """The enabled sequence rules of the organisation's active policy, cached by its version."""
-    policy = Policy.objects.filter(organisation_id=organisation_id, active=True).first()
-    if policy is None:
+    """The enabled sequence rules of the published version of the organisation's active policy."""
+    row = (
+        Policy.objects.filter(organisation_id=organisation_id, active=True)
+        .values_list("published__key", "published__number")
+        .first()
+    )
+    if row is None or row[0] is None:
         return _NO_RULES
-    return sequence_rules_of(policy)
+    return sequence_rules_of((row[0], row[1]))
 
 
-def sequence_rules_of(policy: Policy) -> RuleSet:
-    """The enabled sequence rules of `policy` as read (its `version` keys the cache)."""
-    key = str(policy.version)
+def sequence_rules_of(published: tuple[Any, int] | None) -> RuleSet:
+    """The enabled sequence rules of the published version with this key and number.
+
+    A version never changes, so its key keys the cache exactly.
+    """
+    if published is None:
+        return _NO_RULES
+    key = str(published[0])
     with _rules_lock:
         hit = _rules_cache.get(key)
     if hit is not None:
         return hit
+    from firewall.models import PolicyVersion
+
+    version = PolicyVersion.objects.get(key=published[0])
     rules = []
-    for rule in policy.rules.order_by("priority", "id"):
-        spec = rule.spec
+    for spec in version.rules:
         sequence = spec.get("sequence")
         if not sequence or spec.get("enabled", True) is False:
             continue
         try:
             compiled = engine.CompiledSequence(sequence["steps"], sequence.get("window_seconds", 0))
         except (engine.FirewallError, KeyError, TypeError):
-            log.error("sequence rule %s cannot be read; it is not matched", rule.pk)
+            log.error("sequence rule %s cannot be read; it is not matched", spec["id"])
             continue
         rules.append(
             SequenceRule(
-                id=rule.pk,
-                name=rule.name,
+                id=spec["id"],
+                name=spec["name"],
                 verdict=spec.get("verdict", "audit"),
                 shadow=spec.get("mode") == "shadow",
                 steps=sequence["steps"],
@@ -138,9 +152,10 @@ def sequence_rules_of(policy: Policy) -> RuleSet:
                     for step in sequence["steps"]
                 ),
                 compiled=compiled,
+                version=version.number,
             )
         )
-    rule_set = RuleSet(rules)
+    rule_set = RuleSet(rules, version=version.number)
     with _rules_lock:
         if len(_rules_cache) > 256:
             _rules_cache.clear()
@@ -316,6 +331,8 @@ def _raise_alerts(
         )
     )
     new = [(e, r, m) for e, r, m in found if (r.id, e.agent, e.session, e.pk) not in raised]
+    # A published version may hold a rule its draft has deleted since: the alert keeps its id.
+    live = set(Rule.objects.filter(pk__in={r.id for _, r, _ in new}).values_list("pk", flat=True))
     alerts = Event.objects.bulk_create(
         [
             Event(
@@ -331,6 +348,7 @@ def _raise_alerts(
                 rule=rule.name,
                 detail={
                     "rule_id": rule.id,
+                    "policy_version": rule.version,
                     "chain": _chain(match, events),
                     "started_at": match["started_at"],
                     "ended_at": match["ended_at"],
@@ -348,7 +366,7 @@ def _raise_alerts(
         [
             SequenceAlert(
                 organisation_id=event.organisation_id,
-                rule_id=rule.id,
+                rule_id=rule.id if rule.id in live else None,
                 rule_ref=rule.id,
                 rule_name=rule.name,
                 agent=event.agent,
@@ -367,7 +385,6 @@ def _raise_alerts(
 
 def _count_alert_matches(rules: list[SequenceRule]) -> None:
     """A raised alert is its sequence rule's match: counted like an inline rule's, by mode."""
-    from firewall.models import Rule
     from firewall.services import count_matches
 
     live = set(Rule.objects.filter(pk__in={r.id for r in rules}).values_list("pk", flat=True))

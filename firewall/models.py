@@ -1,4 +1,8 @@
-"""Firewall policies and their rules, stored per organisation, and how often each rule matched."""
+"""Firewall policies, their draft rules and published versions, per organisation, and their matches.
+
+A policy's `Rule` rows are its draft: every edit changes them and nothing else. What decides is the
+policy's published `PolicyVersion`, a numbered, immutable copy of the draft taken by a publish.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,10 @@ from console.models import Organisation
 
 
 class Policy(models.Model):
-    """An ordered list of rules and a default verdict; an organisation evaluates calls with its active one."""
+    """An ordered list of rules and a default verdict; an organisation evaluates calls with its active one.
+
+    `default_verdict` and the rules are the draft; `published` is the version that decides.
+    """
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="firewall_policies"
@@ -19,10 +26,16 @@ class Policy(models.Model):
     name = models.CharField(max_length=100)
     default_verdict = models.CharField(max_length=32, default="allow")
     active = models.BooleanField(default=False)
-    # Both change in the same transaction as every change to the policy or its rules: `revision`
-    # counts changes for people, `version` keys compiled copies (unique even if an id is reused).
+    # `revision` counts changes to the draft, for people; it changes in the same transaction as
+    # every change to the policy or its rules. What decides is `published`, replaced by a publish.
     revision = models.PositiveIntegerField(default=1)
-    version = models.UUIDField(default=uuid.uuid4)
+    published = models.ForeignKey(
+        "PolicyVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Replaced by every change to the draft and cleared by a publish: while set, the draft may
+    # decide otherwise than the published version, and it runs in shadow beside every live
+    # decision (recorded, never enforced); it keys the draft's compiled copy.
+    draft_key = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -40,8 +53,46 @@ class Policy(models.Model):
         return self.name
 
 
+class PolicyVersion(models.Model):
+    """A published version of a policy: numbered from 1 per policy, immutable, who and when.
+
+    It holds the rules exactly as they decide (each with the id of its draft row, which stays the
+    rule's identity from version to version) and the default verdict. `key` is unique even when a
+    database reuses ids, so it keys compiled copies: a key always means the same content.
+    A rollback is a new version whose content is a copy of an older one (`copied_from`).
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="firewall_policy_versions"
+    )
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    key = models.UUIDField(default=uuid.uuid4, unique=True)
+    default_verdict = models.CharField(max_length=32)
+    rules = models.JSONField(default=list)
+    digest = models.CharField(max_length=64)
+    note = models.CharField(max_length=300, blank=True)
+    copied_from = models.PositiveIntegerField(null=True, blank=True)
+    published_by = models.CharField(max_length=200)
+    published_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "number"], name="one_number_per_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy_id} v{self.number}"
+
+    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        if not self._state.adding:
+            raise ValueError("a published version is never changed: publish a new one")
+        super().save(*args, **kwargs)
+
+
 class Rule(models.Model):
-    """One rule: its JSON (`spec`, exactly as the policy format writes it, without `id`) and its order."""
+    """One rule of a policy's draft: its JSON (`spec`, exactly as the policy format writes it, without `id`) and its order."""
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="firewall_rules"

@@ -28,8 +28,17 @@ from console.tracing import decision_span
 from firewall import engine
 from firewall.engine.names import name_key
 from firewall.matching import sequence_rules, sequence_rules_of
-from firewall.models import Policy, Rule, RuleMatchCount
-from firewall.runtime import compiled_for, policy_json
+from firewall.models import Policy, PolicyVersion, Rule, RuleMatchCount
+from firewall.runtime import (
+    compiled_draft,
+    compiled_draft_for,
+    compiled_version,
+    content_digest,
+    draft_rules,
+    policy_json,
+    published_of,
+    version_json,
+)
 
 # Parts of a rule that are blobs: their change is named in the audit row, never written.
 BLOB_FIELDS = frozenset({"args_match", "sanitize", "egress", "sequence", "notes"})
@@ -49,8 +58,9 @@ def _issues_error(issues, prefix: str = "") -> ValidationError:  # noqa: ANN001
 
 
 def _bump(policy: Policy) -> None:
+    """Count a change of the draft; what decides (the published version) is untouched."""
     Policy.objects.filter(pk=policy.pk).update(
-        revision=F("revision") + 1, version=uuid.uuid4(), updated_at=timezone.now()
+        revision=F("revision") + 1, draft_key=uuid.uuid4(), updated_at=timezone.now()
     )
 
 
@@ -111,14 +121,19 @@ def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Poli
         return policy
     if after["active"] and not policy.active:
         Policy.objects.filter(organisation=actor.organisation, active=True).update(active=False)
-    policy.name, policy.default_verdict, policy.active = (
-        after["name"],
-        after["default_verdict"],
-        after["active"],
-    )
-    policy.revision += 1
-    policy.version = uuid.uuid4()
-    policy.save()
+    # Only the fields changed, and the revision counted in the database: the caller's row may be
+    # older than a publish, which a whole-row save would undo.
+    fields: dict[str, Any] = {
+        "name": after["name"],
+        "default_verdict": after["default_verdict"],
+        "active": after["active"],
+        "revision": F("revision") + 1,
+        "updated_at": timezone.now(),
+    }
+    if after["default_verdict"] != before["default_verdict"]:
+        fields["draft_key"] = uuid.uuid4()  # the draft decides otherwise; a name decides nothing
+    Policy.objects.filter(pk=policy.pk).update(**fields)
+    policy.refresh_from_db()
     audit_record(
         actor=actor,
         action="firewall.policy.update",
@@ -319,8 +334,234 @@ def policy_import(*, actor: Actor, data: Any, name: str | None = None) -> Policy
     return policy
 
 
-def policy_export(*, policy: Policy) -> dict[str, Any]:
+def policy_export(*, policy: Policy, number: int | None = None) -> dict[str, Any]:
+    """A published version in the policy format: the one that decides, unless `number` names one.
+
+    A policy with nothing published has nothing to export (its draft is not a version yet).
+    """
+    if number is None:
+        version = policy.published
+        if version is None:
+            raise ValidationError(
+                {"version": ["nothing is published yet: publish the draft first"]}
+            )
+    else:
+        version = policy.versions.filter(number=number).first()
+        if version is None:
+            raise ValidationError({"version": [f"the policy has no version {number}"]})
+    return version_json(version, policy.name)
+
+
+def policy_draft_export(*, policy: Policy) -> dict[str, Any]:
     return policy_json(policy)
+
+
+def draft_changed(*, policy: Policy) -> bool:
+    """Whether the draft would decide any call differently from the published version."""
+    published = policy.published
+    if published is None:
+        return True
+    return content_digest(policy.default_verdict, draft_rules(policy)) != published.digest
+
+
+def _audit_names(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule names a change adds, removes and changes: names only, never a rule's blob."""
+    from firewall.diff import rules_diff
+
+    diff = rules_diff(before, after)
+    return {
+        "added": [r["name"] for r in diff["added"]],
+        "removed": [r["name"] for r in diff["removed"]],
+        "changed": [r["name"] for r in diff["changed"]],
+    }
+
+
+@transaction.atomic
+def policy_publish(*, actor: Actor, policy: Policy, note: str = "") -> PolicyVersion:
+    """Make the draft the policy's next numbered version, the one that decides from now on.
+
+    The policy's row is locked, so two publishes of one policy get consecutive numbers. The draft
+    is checked whole (as an import is); publishing a draft that decides every call as the
+    published version does is refused, so every version is a change.
+    """
+    require(actor, "firewall.publish")
+    return _publish(actor, policy, note=note, copied_from=None)
+
+
+def _note(note: Any) -> str:
+    if not isinstance(note, str):
+        raise ValidationError({"note": ["a note is text"]})
+    note = note.strip()
+    if len(note) > 300:
+        raise ValidationError({"note": ["at most 300 characters"]})
+    if "\x00" in note:
+        raise ValidationError({"note": ["a NUL character is not allowed"]})
+    return note
+
+
+def _publish(actor: Actor, policy: Policy, *, note: Any, copied_from: int | None) -> PolicyVersion:
+    note = _note(note)
+    policy = Policy.objects.select_for_update().get(pk=policy.pk)
+    rules = draft_rules(policy)
+    issues = engine.validate_policy(
+        {"name": policy.name, "default_verdict": policy.default_verdict, "rules": rules}
+    )
+    if issues:
+        raise _issues_error(issues)
+    digest = content_digest(policy.default_verdict, rules)
+    before = policy.published
+    if before is not None and before.digest == digest:
+        raise ValidationError(
+            {"draft": [f"the draft decides as version {before.number} does: nothing to publish"]}
+        )
+    top = policy.versions.aggregate(top=Max("number"))["top"] or 0
+    version = PolicyVersion.objects.create(
+        organisation=policy.organisation,
+        policy=policy,
+        number=top + 1,
+        default_verdict=policy.default_verdict,
+        rules=rules,
+        digest=digest,
+        note=note,
+        copied_from=copied_from,
+        published_by=actor.label,
+    )
+    policy.published, policy.draft_key = version, None
+    policy.save(update_fields=["published", "draft_key", "updated_at"])
+    names = _audit_names(before.rules if before else [], rules)
+    changes: dict[str, Any] = {
+        "version": {"old": before.number if before else None, "new": version.number},
+        **{k: {"old": None, "new": v} for k, v in names.items() if v},
+    }
+    if before is None or before.default_verdict != version.default_verdict:
+        changes["default_verdict"] = {
+            "old": before.default_verdict if before else None,
+            "new": version.default_verdict,
+        }
+    if copied_from is not None:
+        changes["copied_from"] = {"old": None, "new": copied_from}
+    audit_record(
+        actor=actor,
+        action="firewall.policy.rollback" if copied_from is not None else "firewall.policy.publish",
+        object_type="firewall_policy",
+        object_id=policy.pk,
+        changes=changes,
+    )
+    return version
+
+
+def _draft_replace(
+    actor: Actor, policy: Policy, *, default_verdict: str, rules: list[dict[str, Any]]
+) -> None:
+    """Make the draft hold exactly `rules` (validated already) and `default_verdict`.
+
+    A rule keeps its draft row, and so its identity and its counts, when its id is still a row of
+    this policy, else when a row has its name; other rules get new rows and rows no rule takes are
+    deleted. Names are unique per policy, so rows kept are first renamed out of the way.
+    """
+    rows = {r.pk: r for r in policy.rules.select_for_update()}
+    by_name = {r.name: r for r in rows.values()}
+    taken: dict[int, dict[str, Any]] = {}
+    new: list[dict[str, Any]] = []
+    for raw in rules:
+        spec = _clean_spec(raw)
+        row = rows.get(raw.get("id")) if isinstance(raw.get("id"), int) else None
+        if row is None or row.pk in taken:
+            row = by_name.get(spec["name"])
+        if row is None or row.pk in taken:
+            new.append(spec)
+        else:
+            taken[row.pk] = spec
+    Rule.objects.filter(pk__in=set(rows) - set(taken)).delete()
+    kept = [rows[pk] for pk in taken]
+    for row in kept:
+        row.name = f"~{row.pk}~{uuid.uuid4().hex}"
+    Rule.objects.bulk_update(kept, ["name"])
+    now = timezone.now()
+    for row in kept:
+        spec = taken[row.pk]
+        row.spec, row.priority, row.name = spec, spec["priority"], spec["name"]
+        row.updated_at = now
+    Rule.objects.bulk_update(kept, ["spec", "priority", "name", "updated_at"])
+    Rule.objects.bulk_create(
+        [_rule_row(actor, policy, spec) for spec in new], batch_size=IMPORT_BATCH
+    )
+    Policy.objects.filter(pk=policy.pk).update(
+        default_verdict=default_verdict,
+        revision=F("revision") + 1,
+        draft_key=uuid.uuid4(),
+        updated_at=timezone.now(),
+    )
+    policy.default_verdict = default_verdict
+
+
+@transaction.atomic
+def policy_rollback(
+    *, actor: Actor, policy: Policy, number: Any, note: str = "", discard_draft: bool = False
+) -> PolicyVersion:
+    """Publish a copy of version `number` as the policy's next version; history is never rewritten.
+
+    The draft becomes that copy too, so the next publish starts from what decides. A draft with
+    unpublished changes is not thrown away unless `discard_draft` says so.
+    """
+    require(actor, "firewall.publish")
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise ValidationError({"version": ["the number of a published version"]})
+    policy = Policy.objects.select_for_update().get(pk=policy.pk)
+    target = policy.versions.filter(number=number).first()
+    if target is None:
+        raise ValidationError({"version": [f"the policy has no version {number}"]})
+    if policy.published is not None and policy.published.digest == target.digest:
+        raise ValidationError(
+            {
+                "version": [
+                    f"version {number} decides as the published one does: nothing to roll back"
+                ]
+            }
+        )
+    if not discard_draft and draft_changed(policy=policy) and policy.published is not None:
+        raise ValidationError(
+            {
+                "draft": [
+                    "the draft has changes that are not published: publish them, or roll back "
+                    "with discard_draft to throw them away"
+                ]
+            }
+        )
+    _draft_replace(actor, policy, default_verdict=target.default_verdict, rules=target.rules)
+    return _publish(actor, policy, note=note or f"rollback to version {number}", copied_from=number)
+
+
+@transaction.atomic
+def policy_draft_import(*, actor: Actor, policy: Policy, data: Any) -> Policy:
+    """Make a whole policy's JSON (an export, edited) this policy's draft; nothing is published.
+
+    The file is checked whole first: every error at once, and nothing changes unless it is valid.
+    Its `name` is not read (the policy keeps its own).
+    """
+    require(actor, "firewall.write")
+    if isinstance(data, dict):
+        data = {**data, "name": policy.name}
+    issues = engine.validate_policy(data)
+    if issues:
+        raise _issues_error(issues)
+    rules = []
+    for position, raw in enumerate(data.get("rules", [])):
+        spec = dict(raw)
+        spec.setdefault("priority", (position + 1) * PRIORITY_STEP)
+        rules.append(spec)
+    before = draft_rules(policy)
+    _draft_replace(actor, policy, default_verdict=data["default_verdict"], rules=rules)
+    names = _audit_names(before, draft_rules(policy))
+    audit_record(
+        actor=actor,
+        action="firewall.policy.draft_import",
+        object_type="firewall_policy",
+        object_id=policy.pk,
+        changes={k: {"old": None, "new": v} for k, v in names.items() if v}
+        or {"rules": {"old": len(before), "new": len(rules)}},
+    )
+    return policy
 
 
 def _same_rule_key(spec: dict[str, Any]) -> str:
@@ -373,7 +614,9 @@ def count_matches(matches: list[tuple[int, str]]) -> None:
         updated = RuleMatchCount.objects.filter(rule_id=rule_id, hour=hour, mode=mode).update(
             count=F("count") + 1
         )
-        if not updated:
+        # The first match of an hour creates the row, if the rule is still a row: a published
+        # version may hold a rule its draft has deleted since.
+        if not updated and Rule.objects.filter(pk=rule_id).exists():
             try:
                 with transaction.atomic():
                     RuleMatchCount.objects.create(rule_id=rule_id, hour=hour, mode=mode, count=1)
@@ -418,18 +661,21 @@ def _active_sql() -> str:
     """The steady path's one statement, written out: the ORM took longer to build it than the
     database took to answer it. The same conditions as `guard.services._control_flags`."""
     switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
+    version = PolicyVersion._meta.db_table
     return (
-        f"SELECT p.*, "
+        f"SELECT p.*, v.key AS published_key, v.number AS published_number, "
         f"EXISTS (SELECT 1 FROM {switch} s WHERE s.organisation_id = %s AND s.agent = %s"
         f" AND s.tool = %s AND s.enabled_at IS NULL) AS tool_switched, "
         f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent = %s"
         f" AND h.session = %s AND h.session <> '' AND h.released_at IS NULL) AS session_held "
-        f"FROM {Policy._meta.db_table} p WHERE p.organisation_id = %s AND p.active LIMIT 1"
+        f"FROM {Policy._meta.db_table} p LEFT JOIN {version} v ON v.id = p.published_id "
+        f"WHERE p.organisation_id = %s AND p.active LIMIT 1"
     )
 
 
 def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
-    """The active policy, with the call's `tool_switched` and `session_held`, in one statement."""
+    """The active policy, with its published version's key and number and the call's
+    `tool_switched` and `session_held`, in one statement."""
     organisation_id, agent = actor.organisation.pk, name_key(str(call.get("agent", "")))
     params = [
         organisation_id,
@@ -448,8 +694,8 @@ def _policy_and_controls(
 ) -> tuple[Policy | None, tuple[bool, bool]]:
     """The deciding policy (the active one unless given) and the call's switch and hold.
 
-    On the steady path (the active policy) this is one statement: the policy row, its version
-    (which keys the compiled copy) and both controls.
+    On the steady path (the active policy) this is one statement: the policy row, its published
+    version's key (which keys the compiled copy) and number, and both controls.
     """
     if policy is None:
         found = _active_with_controls(actor, call)
@@ -539,11 +785,40 @@ def _approved(
     }
 
 
-def _sequence_rules(actor: Actor, policy: Policy, *, given: bool) -> Any:
+def _decide(compiled: Any, call: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return compiled().evaluate(call).to_dict()
+    except engine.FirewallError:
+        # A stored policy that no longer compiles cannot answer: fail closed.
+        return _refusal(call, "policy_invalid")
+
+
+def _draft_shadow(policy: Policy, call: dict[str, Any], live: dict[str, Any]) -> dict | None:
+    """The draft's answer to a live call when it differs from the published version's, for the
+    call's event: recorded, never enforced. Only the rules are compared (before switches, holds
+    and tokens), and a draft that cannot answer is left out."""
+    try:
+        compiled = compiled_draft_for(policy)
+        if compiled is None:
+            return None
+        decided = compiled.evaluate(call).to_dict()
+    except engine.FirewallError:
+        return None
+    if (decided["verdict"], decided["rule"]) == (live["verdict"], live["rule"]):
+        return None
+    return {
+        "key": str(policy.draft_key),
+        "verdict": decided["verdict"],
+        "decision": decided["decision"],
+        "rule": decided["rule"],
+    }
+
+
+def _sequence_rules(actor: Actor, published: tuple[uuid.UUID, int] | None, *, given: bool) -> Any:
     """The sequence rules that read this call: the active policy's, whichever policy decided."""
     if given:
         return sequence_rules(actor.organisation.pk)
-    return sequence_rules_of(policy)
+    return sequence_rules_of(published)
 
 
 @decision_span("firewall")
@@ -555,28 +830,45 @@ def firewall_evaluate(
     policy: Policy | None = None,
     record: bool = True,
     token: str | None = None,
+    draft: bool = False,
 ) -> dict[str, Any]:
-    """Decide a call with the policy (the organisation's active one by default).
+    """Decide a call with the policy's published version (the organisation's active policy's by
+    default); `policy_version` in the answer and in the event names the version that decided.
+
+    `draft` (a dry run only) decides with the policy's draft instead, as a try does.
 
     With `record`, every match (enforcing or shadow) is counted for its rule, and every verdict
     other than a plain allow becomes an event, in the same transaction; plain allows become
     events too when the policy has sequence rules, since those rules read every call. Without
-    an active policy nothing can decide, so the call is refused (`no_active_policy`).
+    an active policy nothing can decide, so the call is refused (`no_active_policy`), and so it is
+    when the policy has no published version (`policy_not_published`).
     """
+    if draft and record:
+        raise ValueError("a draft never decides a recorded call")
     require(actor, "firewall.evaluate" if record else "firewall.read")
     given = policy is not None
     policy, flags = _policy_and_controls(actor, call, policy)
+    published = published_of(policy, fresh=not given) if policy is not None else None
     if policy is None:
         result = _refusal(call, "no_active_policy")
+    elif draft:
+        result = _decide(lambda: compiled_draft(policy), call)
+    elif published is None:
+        # A policy with no published version has nothing that may decide: fail closed.
+        result = _refusal(call, "policy_not_published")
     else:
-        try:
-            result = compiled_for(policy, fresh=not given).evaluate(call).to_dict()
-        except engine.FirewallError:
-            # A stored policy that no longer compiles cannot answer: fail closed.
-            result = _refusal(call, "policy_invalid")
+        result = _decide(lambda: compiled_version(published[0], policy.name), call)
     result["policy"] = policy.name if policy else None
+    in_shadow = (
+        _draft_shadow(policy, call, result)
+        if record and published is not None and policy is not None
+        else None
+    )
+    decided_by = "draft" if draft and policy else (published[1] if published else None)
+    result["policy_version"] = decided_by
     result = _controls(actor, call, result, flags)
     result = _approved(actor, call, token, result, spend=record)
+    result["policy_version"] = decided_by
     if not record:
         return result
     if result["verdict"] == "require_approval":
@@ -590,8 +882,8 @@ def firewall_evaluate(
         (s["rule_id"], "shadow") for s in result["shadow"] if isinstance(s.get("rule_id"), int)
     ]
     count_matches(matches)
-    plain_allow = result["verdict"] == "allow" and not result["shadow"]
-    if not plain_allow or (policy is not None and _sequence_rules(actor, policy, given=given)):
+    plain_allow = result["verdict"] == "allow" and not result["shadow"] and in_shadow is None
+    if not plain_allow or (policy is not None and _sequence_rules(actor, published, given=given)):
         event_record(
             organisation=actor.organisation,
             source="firewall",
@@ -608,11 +900,13 @@ def firewall_evaluate(
             rule=result["rule"] or "",
             detail={
                 "policy": result["policy"],
+                "policy_version": result["policy_version"],
                 "call": call,
                 "arguments_after": result["arguments"],
                 "shadow": result["shadow"],
                 "cap_cost_cents": result["cap_cost_cents"],
                 "errors": result["errors"],
+                **({"draft": in_shadow} if in_shadow else {}),
             },
         )
     return result

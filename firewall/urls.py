@@ -18,6 +18,11 @@ urlpatterns = [
         "<int:policy_id>/presets/preview", views.preset_preview_page, name="firewall-preset-preview"
     ),
     path("<int:policy_id>/try", views.try_call, name="firewall-try"),
+    path("<int:policy_id>/publish", views.policy_publish, name="firewall-publish"),
+    path("<int:policy_id>/rollback", views.policy_rollback, name="firewall-rollback"),
+    path("<int:policy_id>/draft", views.policy_draft_import_page, name="firewall-draft-import"),
+    path("<int:policy_id>/diff", views.policy_diff_page, name="firewall-diff"),
+    path("<int:policy_id>/versions/<int:number>/", views.version_page, name="firewall-version"),
     path("<int:policy_id>/rules/new", views.rule_new, name="firewall-rule-new"),
     path("rules/<int:rule_id>/", views.rule_edit, name="firewall-rule"),
     path("rules/<int:rule_id>/move", views.rule_move, name="firewall-rule-move"),

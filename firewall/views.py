@@ -6,7 +6,7 @@ import json
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -16,6 +16,9 @@ from console.api.parsers import MalformedBody, parse_json_object
 from firewall import display, engine, selectors, services
 from firewall.forms import CHOICES, RuleForm
 from firewall.models import Policy, Rule
+
+#: Versions listed on the policy's page, newest first (the API lists them all).
+VERSIONS_SHOWN = 20
 
 EXAMPLE_CALL = {
     "tool": "shell.exec",
@@ -114,8 +117,13 @@ def _policy_context(actor, policy: Policy, **extra) -> dict:  # noqa: ANN001
     for rule in rules:
         rule.counts = counts.get(rule.pk, {})
         rule.summary = display.rule_text(rule.spec)
+    published = policy.published
     return {
         "policy": policy,
+        "published": published,
+        "draft_changed": services.draft_changed(policy=policy),
+        "versions": selectors.version_list(policy=policy)[:VERSIONS_SHOWN],
+        "try_with": "draft",
         "rules": rules,
         "actor": actor,
         "presets": sorted(engine.PRESETS),
@@ -171,11 +179,19 @@ def policy_export_page(request: HttpRequest, policy_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "firewall.read")
     policy = get_object_for_actor(Policy, actor, pk=policy_id)
-    response = JsonResponse(
-        services.policy_export(policy=policy),
-        json_dumps_params={"indent": 2, "ensure_ascii": False},
+    number = request.GET.get("version") or None
+    try:
+        number = int(selectors.read_ref(number)) if number else None
+        body = services.policy_export(policy=policy, number=number)
+    except (ValueError, ValidationError) as exc:
+        text = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+        return JsonResponse({"version": [text]}, status=400)
+    shown = number or policy.published.number
+    response = JsonResponse(body, json_dumps_params={"indent": 2, "ensure_ascii": False})
+    response["Content-Disposition"] = (
+        f'attachment; filename="{export_filename(policy, version=shown)}"'
     )
-    response["Content-Disposition"] = f'attachment; filename="{export_filename(policy)}"'
+    response["X-Policy-Version"] = str(shown)
     return response
 
 
@@ -253,11 +269,13 @@ def preset_preview_page(request: HttpRequest, policy_id: int) -> HttpResponse:
 
 @require_POST
 def try_call(request: HttpRequest, policy_id: int) -> HttpResponse:
-    """Decide a pasted call with this policy, as a dry run: nothing is recorded or counted."""
+    """Decide a pasted call with this policy's draft (or its published version), as a dry run:
+    nothing is recorded or counted."""
     actor = actor_for_request(request)
     require(actor, "firewall.read")
     policy = get_object_for_actor(Policy, actor, pk=policy_id)
     text = request.POST.get("call", "")
+    with_draft = request.POST.get("with", "draft") != "published"
     result, error = None, None
     try:
         call = parse_json_object(text.encode("utf-8", "replace"))
@@ -269,8 +287,11 @@ def try_call(request: HttpRequest, policy_id: int) -> HttpResponse:
         # error, never a default silently answered.
         call, error = _read_tried_call(call)
         if error is None:
-            result = services.firewall_evaluate(actor=actor, call=call, policy=policy, record=False)
+            result = services.firewall_evaluate(
+                actor=actor, call=call, policy=policy, record=False, draft=with_draft
+            )
     context = _policy_context(actor, policy, call_text=text, result=result, call_error=error)
+    context["try_with"] = "draft" if with_draft else "published"
     if request.htmx:
         return render(request, "firewall/policy.html#try-result", context)
     return render(request, "firewall/policy.html", context)
@@ -365,3 +386,156 @@ def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
         require(actor, "firewall.write")
         return _rule_form_post(request, actor, rule.policy, rule)
     return _rule_page(request, actor, rule.policy, RuleForm.from_spec(rule.spec), rule)
+
+
+@require_POST
+def policy_publish(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Publish the draft as the next version (admin or editor); it decides from now on."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.publish")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    try:
+        version = services.policy_publish(
+            actor=actor, policy=policy, note=request.POST.get("note", "")
+        )
+    except ValidationError as exc:
+        policy.refresh_from_db()
+        return _policy_refused(request, actor, policy, exc)
+    messages.success(request, f"Version {version.number} published: it decides from now on.")
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def policy_rollback(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Publish a copy of an older version as the next one; the draft becomes that copy."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.publish")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    try:
+        number = int(selectors.read_ref(request.POST.get("version", "")))
+    except ValueError:
+        return _policy_refused(
+            request, actor, policy, ValidationError({"version": ["a version's number"]})
+        )
+    try:
+        version = services.policy_rollback(
+            actor=actor,
+            policy=policy,
+            number=number,
+            note=request.POST.get("note", ""),
+            discard_draft=request.POST.get("discard_draft") == "on",
+        )
+    except ValidationError as exc:
+        policy.refresh_from_db()
+        return _policy_refused(request, actor, policy, exc)
+    messages.success(
+        request, f"Version {version.number} published, a copy of version {number}: it decides now."
+    )
+    return redirect("firewall-policy", policy_id=policy.pk)
+
+
+@require_POST
+def policy_draft_import_page(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """A policy's JSON file (an export) becomes this policy's draft; nothing is published."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.write")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    upload = request.FILES.get("file")
+    raw = upload.read() if upload else request.POST.get("json", "").encode("utf-8", "replace")
+    source = upload.name if upload else "the pasted JSON"
+    try:
+        data = parse_json_object(raw)
+    except MalformedBody as exc:
+        return _policy_refused(
+            request, actor, policy, ValidationError({"file": [f"{source}: {_problem(exc)}"]})
+        )
+    try:
+        services.policy_draft_import(actor=actor, policy=policy, data=data)
+    except ValidationError as exc:
+        policy.refresh_from_db()
+        return _policy_refused(request, actor, policy, exc)
+    messages.success(request, f"{source} is the draft now: see what changes, then publish.")
+    return redirect(f"{reverse('firewall-diff', args=[policy.pk])}")
+
+
+def _ref_choices(policy: Policy, versions: list) -> list[tuple[str, str]]:  # noqa: ANN001
+    choices = [("draft", "the draft")]
+    for v in versions:
+        label = f"version {v.number}"
+        if policy.published_id == v.pk:
+            label += " (published)"
+        choices.append((str(v.number), label))
+    return choices
+
+
+@require_GET
+def policy_diff_page(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Two versions (or a version and the draft) compared rule by rule; with the published one
+    and the draft, also what the draft would have decided on the last day's recorded calls."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    published = policy.published
+    versions = selectors.version_list(policy=policy)
+    errors: dict[str, list[str]] = {}
+    refs: dict[str, str | int] = {}
+    for field, default in (("old", published.number if published else "draft"), ("new", "draft")):
+        try:
+            refs[field] = selectors.read_ref(request.GET.get(field) or str(default))
+        except ValueError as exc:
+            errors[field] = [str(exc)]
+            refs[field] = default
+    diff, status = None, 400 if errors else 200
+    if not errors:
+        try:
+            diff = selectors.version_diff(policy=policy, old=refs["old"], new=refs["new"])
+        except LookupError as exc:
+            errors["version"], status = [str(exc)], 404
+    replay = None
+    if (
+        diff is not None
+        and published is not None
+        and refs["old"] == published.number
+        and refs["new"] == "draft"
+        and not diff["same"]
+    ):
+        replay = selectors.draft_replay(policy=policy)
+    in_shadow = selectors.draft_in_shadow(policy=policy) if refs["new"] == "draft" else None
+    context = {
+        "in_shadow": in_shadow,
+        "policy": policy,
+        "published": published,
+        "choices": _ref_choices(policy, versions),
+        "old": str(refs["old"]),
+        "new": str(refs["new"]),
+        "diff": diff,
+        "errors": errors,
+        "replay": replay,
+        "can_publish_draft": refs["new"] == "draft" and diff is not None and not diff["same"],
+    }
+    if request.htmx:
+        return render(request, "firewall/versions.html#diff-body", context, status=status)
+    return render(request, "firewall/versions.html", context, status=status)
+
+
+@require_GET
+def version_page(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
+    """One published version, read-only: who, when, why, and its rules as they decide."""
+    actor = actor_for_request(request)
+    require(actor, "firewall.read")
+    policy = get_object_for_actor(Policy, actor, pk=policy_id)
+    version = policy.versions.filter(number=number).first()
+    if version is None:
+        raise Http404("no such version")
+    rules = [{"name": r.get("name", ""), "text": display.rule_text(r), **r} for r in version.rules]
+    return render(
+        request,
+        "firewall/versions.html",
+        {
+            "policy": policy,
+            "published": policy.published,
+            "version": version,
+            "version_rules": rules,
+            "draft_changed": services.draft_changed(policy=policy),
+        },
+    )

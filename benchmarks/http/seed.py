@@ -78,7 +78,7 @@ def main(sessions: int) -> dict[str, Any]:
     from console import services
     from console.access import Actor
     from console.models import Membership
-    from firewall.services import policy_import
+    from firewall.services import policy_import, policy_publish
     from guard.services import session_create
 
     organisation = services.organisation_create(name="Bench", slug="bench")
@@ -86,7 +86,7 @@ def main(sessions: int) -> dict[str, Any]:
     Membership.objects.create(user=user, organisation=organisation, role="admin")
     actor = Actor(organisation=organisation, role="admin", label="user:bench", user_id=user.pk)
     _, key = services.api_key_create(actor=actor, name="bench", role="editor")
-    policy_import(actor=actor, data=policy())
+    policy_publish(actor=actor, policy=policy_import(actor=actor, data=policy()))
     data, record = catalogue()
     ids = [
         str(session_create(actor=actor, agent="billing", catalogue=data, rulebook=record).public_id)

@@ -75,6 +75,7 @@ def setup(rules: int) -> Actor:
     policy = firewall_services.policy_create(actor=actor, name="bench")
     for spec in rules_spec(rules):
         firewall_services.rule_create(actor=actor, policy=policy, data=spec)
+    firewall_services.policy_publish(actor=actor, policy=policy)
     return actor
 
 

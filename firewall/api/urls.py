@@ -27,6 +27,35 @@ urlpatterns = [
         views.PolicyPresetView.as_view(),
         name="api-firewall-presets",
     ),
+    path(
+        "policies/<int:policy_id>/versions",
+        views.PolicyVersionsView.as_view(),
+        name="api-firewall-versions",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>",
+        views.PolicyVersionDetailView.as_view(),
+        name="api-firewall-version",
+    ),
+    path(
+        "policies/<int:policy_id>/publish",
+        views.PolicyPublishView.as_view(),
+        name="api-firewall-publish",
+    ),
+    path(
+        "policies/<int:policy_id>/rollback",
+        views.PolicyRollbackView.as_view(),
+        name="api-firewall-rollback",
+    ),
+    path("policies/<int:policy_id>/diff", views.PolicyDiffView.as_view(), name="api-firewall-diff"),
+    path(
+        "policies/<int:policy_id>/draft", views.PolicyDraftView.as_view(), name="api-firewall-draft"
+    ),
+    path(
+        "policies/<int:policy_id>/replay",
+        views.PolicyReplayView.as_view(),
+        name="api-firewall-replay",
+    ),
     path("rules/<int:rule_id>", views.RuleDetailView.as_view(), name="api-firewall-rule"),
     path("evaluate", views.EvaluateView.as_view(), name="api-firewall-evaluate"),
 ]

@@ -39,6 +39,7 @@ def policy(editor, organisation, actor_for):  # noqa: ANN001, ANN201
             "verdict": "deny",
         },
     )
+    services.policy_publish(actor=actor_for(editor, organisation), policy=policy)
     return policy
 
 

@@ -44,6 +44,12 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
             "verdict": "deny",
         },
     )
+    services.policy_publish(actor=actor, policy=policy)
+    services.rule_create(  # a draft with a change, for the diff page
+        actor=actor,
+        policy=policy,
+        data={"name": "no curl", "tool_name_glob": "curl.*", "verdict": "deny"},
+    )
     event = console_services.event_record(
         organisation=organisation,
         source="toolcheck",
@@ -65,6 +71,8 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
     return [
         f"/firewall/{policy.pk}/",
         f"/firewall/rules/{rule.pk}/",
+        f"/firewall/{policy.pk}/diff",
+        f"/firewall/{policy.pk}/versions/1/",
         f"/events/{event.pk}/",
         f"/events/{alert.pk}/",
     ]

@@ -25,6 +25,7 @@ def test_an_alert_appears_without_a_reload_and_shows_its_chain(
     actor = Actor(organisation=organisation, role="admin", label="user:ada-admin", user_id=admin.pk)
     policy = services.policy_create(actor=actor, name="production")
     services.rule_create(actor=actor, policy=policy, data=EXFIL)
+    services.policy_publish(actor=actor, policy=policy)
     _, key = console_services.api_key_create(actor=actor, name="runtime", role="editor")
 
     def evaluate(call):

@@ -25,6 +25,7 @@ def test_an_editor_builds_reorders_and_tries_a_rule(page, editor, auditor, organ
         policy=policy,
         data={"name": "allow http", "priority": 10, "tool_name_glob": "http.*", "verdict": "allow"},
     )
+    services.policy_publish(actor=actor, policy=policy)
 
     sign_in(page, "eve-editor", PASSWORD)
     page.goto(f"/firewall/{policy.pk}/")

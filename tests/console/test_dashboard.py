@@ -68,6 +68,7 @@ def test_an_editor_sees_the_rules_that_fired_and_the_shadow_ones(
         policy=policy,
         data={"name": "maybe", "tool_name_glob": "http.*", "verdict": "deny", "mode": "shadow"},
     )
+    services.policy_publish(actor=actor, policy=policy)
     for tool in ("shell.exec", "shell.exec", "http.get"):
         services.firewall_evaluate(actor=actor, call={"tool": tool})
     page = client_for(editor).get("/").content.decode()

@@ -71,7 +71,9 @@ def _statements(post, url: str, body: dict) -> tuple[dict, list[str]]:
 
 
 def _policy(api, rules: list[dict]) -> None:
-    api("/v1/firewall/policies", {"name": "production", "default_verdict": "allow", "rules": rules})
+    body = {"name": "production", "default_verdict": "allow", "rules": rules}
+    created = api("/v1/firewall/policies", body)
+    api(f"/v1/firewall/policies/{created['id']}/publish", {})
 
 
 def test_a_denied_call_costs_at_most_three_statements_in_the_steady_state(api):
@@ -131,15 +133,20 @@ def test_a_key_is_read_from_the_cache_and_its_last_use_written_once_a_minute(api
     assert ApiKey.objects.get().last_used_at is not None
 
 
-def test_a_change_to_the_policy_is_seen_by_the_next_request(api):
+def test_a_publish_is_seen_by_the_next_request_and_an_edit_is_not(api):
     from firewall.models import Policy
 
-    _policy(api, [])
+    _policy(api, [{**DENY_RM, "name": "first", "tool_name_glob": "nothing.*"}])
     call = {"tool": "shell.run", "arguments": {"command": "rm -rf /"}, "agent": "ops"}
     assert api("/v1/firewall/evaluate", call)["verdict"] == "allow"
     active = Policy.objects.get(active=True)
     api(f"/v1/firewall/policies/{active.pk}/rules", DENY_RM)
-    assert api("/v1/firewall/evaluate", call)["verdict"] == "deny"
+    # an edit is the draft's: version 1 still decides
+    answer = api("/v1/firewall/evaluate", call)
+    assert (answer["verdict"], answer["policy_version"]) == ("allow", 1)
+    api(f"/v1/firewall/policies/{active.pk}/publish", {})
+    answer = api("/v1/firewall/evaluate", call)
+    assert (answer["verdict"], answer["policy_version"]) == ("deny", 2)
 
 
 def test_a_policy_is_compiled_once_per_version_not_per_request(api, monkeypatch):

@@ -41,7 +41,15 @@ def policy(editor, client_for):
         {"name": "production", "default_verdict": "allow", "rules": [RM_RF, SCRUB]},
     )
     assert response.status_code == 201, response.content
-    return Policy.objects.get(pk=response.json()["id"])
+    policy_id = response.json()["id"]
+    published = _post(client_for(editor), f"/v1/firewall/policies/{policy_id}/publish", {})
+    assert published.status_code == 201, published.content
+    return Policy.objects.get(pk=policy_id)
+
+
+def _publish(client, policy) -> None:
+    response = _post(client, f"/v1/firewall/policies/{policy.pk}/publish", {})
+    assert response.status_code == 201, response.content
 
 
 def test_creating_a_policy_stores_its_rules_and_audits_them_in_one_row_without_blobs(
@@ -218,6 +226,7 @@ class TestEvaluate:
             },
         )
         assert response.status_code == 201, response.content
+        _publish(client, policy)
         body = _post(
             client, "/v1/firewall/evaluate", {"tool": "shell.exec", "arguments": {"command": "ls"}}
         ).json()
@@ -248,8 +257,15 @@ class TestEvaluate:
     def test_a_stored_rule_broken_behind_the_orms_back_fails_closed(
         self, policy, editor, client_for
     ):
-        Rule.objects.filter(name="no rm -rf").update(spec={"name": "no rm -rf"})
-        Policy.objects.filter(pk=policy.pk).update(version="00000000-0000-0000-0000-000000000099")
+        from firewall.models import PolicyVersion
+
+        published = PolicyVersion.objects.get(policy=policy)
+        broken = [{**published.rules[0], "verdict": "nonsense"}, *published.rules[1:]]
+        # behind the ORM's back (a version is never changed through it), and under a new key,
+        # as a process that never compiled it would meet it
+        PolicyVersion.objects.filter(pk=published.pk).update(
+            rules=broken, key="00000000-0000-0000-0000-000000000099"
+        )
         body = _post(client_for(editor), "/v1/firewall/evaluate", {"tool": "shell.exec"}).json()
         assert (body["decision"], body["reasons"]) == ("refuse", ["policy_invalid"])
 
@@ -262,6 +278,7 @@ def test_reorder_changes_which_rule_fires_and_is_audited(policy, editor, client_
         {"name": "allow ls", "priority": 50, "tool_name_glob": "shell.exec", "verdict": "allow"},
     ).json()
     call = {"tool": "shell.exec", "arguments": {"command": "rm -rf /"}}
+    _publish(client, policy)
     assert _post(client, "/v1/firewall/evaluate", call).json()["rule"] == "no rm -rf"
     ids = [r.pk for r in policy.rules.order_by("priority", "id")]
     ids.remove(first["id"])
@@ -269,6 +286,7 @@ def test_reorder_changes_which_rule_fires_and_is_audited(policy, editor, client_
         client, f"/v1/firewall/policies/{policy.pk}/reorder", {"rules": [first["id"], *ids]}
     )
     assert response.status_code == 200
+    _publish(client, policy)
     assert _post(client, "/v1/firewall/evaluate", call).json()["rule"] == "allow ls"
     row = AuditRow.objects.filter(action="firewall.policy.reorder").get()
     assert row.changes["order"]["new"][0] == "allow ls"
@@ -280,6 +298,7 @@ def test_a_preset_adds_its_rules(policy, editor, client_for):
     client = client_for(editor)
     response = _post(client, f"/v1/firewall/policies/{policy.pk}/presets", {"preset": "tight"})
     assert response.status_code == 201, response.content
+    _publish(client, policy)
     body = _post(
         client,
         "/v1/firewall/evaluate",

@@ -27,6 +27,7 @@ def policy(editor, client_for):
 @pytest.fixture
 def rule(policy, editor, client_for):
     client_for(editor).post(f"/firewall/{policy.pk}/rules/new", _rule_post())
+    assert client_for(editor).post(f"/firewall/{policy.pk}/publish").status_code == 302
     return Rule.objects.get(name="no internal")
 
 
@@ -141,6 +142,7 @@ def test_the_api_export_is_json_even_for_a_browser(rule, editor, client_for):
 def test_an_export_file_name_carries_no_header_syntax(editor, client_for):
     client_for(editor).post("/firewall/", {"name": 'a"b; c', "default_verdict": "allow"})
     policy = Policy.objects.get(name='a"b; c')
+    client_for(editor).post(f"/firewall/{policy.pk}/publish")
     exported = client_for(editor).get(f"/firewall/{policy.pk}/export.json")
     assert exported["Content-Disposition"] == 'attachment; filename="a-b--c.json"'
 

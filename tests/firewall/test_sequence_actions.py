@@ -34,6 +34,7 @@ def actor(editor, organisation):
 def _setup(actor, on_match):
     policy = services.policy_create(actor=actor, name="production")
     services.rule_create(actor=actor, policy=policy, data=_rule(on_match))
+    services.policy_publish(actor=actor, policy=policy)
     return policy
 
 
@@ -99,6 +100,7 @@ def test_a_shadow_sequence_raises_its_alert_but_sets_nothing_off(actor):
         policy=policy,
         data={**_rule(["hold_session", "disable_tool"]), "mode": "shadow"},
     )
+    services.policy_publish(actor=actor, policy=policy)
     _complete(actor)
     alert = Event.objects.get(is_alert=True)
     assert "shadow" in alert.reasons and alert.detail["actions"] == []

@@ -37,6 +37,7 @@ def actor(editor, organisation):
 def policy(actor):
     policy = services.policy_create(actor=actor, name="production")
     services.rule_create(actor=actor, policy=policy, data=EXFIL)
+    services.policy_publish(actor=actor, policy=policy)
     return policy
 
 
@@ -146,6 +147,7 @@ def test_an_unreadable_event_is_kept_and_marked(actor, policy, organisation):
 def test_a_disabled_sequence_rule_matches_nothing(actor, policy):
     rule = policy.rules.get()
     services.rule_update(actor=actor, rule=rule, data={**EXFIL, "enabled": False})
+    services.policy_publish(actor=actor, policy=policy)
     _chain(actor)
     drain_all()
     assert not Event.objects.filter(is_alert=True).exists()

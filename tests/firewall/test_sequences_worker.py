@@ -27,6 +27,7 @@ def actor(editor, organisation):
     )
     policy = services.policy_create(actor=actor, name="production")
     services.rule_create(actor=actor, policy=policy, data=EXFIL)
+    services.policy_publish(actor=actor, policy=policy)
     yield actor
     flush_broker()
 

@@ -162,7 +162,7 @@ def test_the_sdk_waits_for_the_answer_and_checks_again_with_the_token(
 
 def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver, client_for):
     client = client_for(editor)
-    _post(
+    created = _post(
         client,
         "/v1/firewall/policies",
         {
@@ -177,6 +177,10 @@ def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver,
                 }
             ],
         },
+    )
+    assert (
+        _post(client, f"/v1/firewall/policies/{created.json()['id']}/publish", {}).status_code
+        == 201
     )
     call = {
         "tool": "bank.wire",

@@ -46,6 +46,13 @@ def test_the_previous_releases_rows_migrate_forward(capsys):
     hold = old.get_model("console", "SessionHold").objects.create(
         organisation=org, agent="Desk", session="s1", reason="an alert"
     )
+    policy = old.get_model("firewall", "Policy").objects.create(
+        organisation=org, name="production", active=True
+    )
+    spec = {"priority": 10, "name": "no rm", "tool_name_glob": "shell.*", "verdict": "deny"}
+    old.get_model("firewall", "Rule").objects.create(
+        organisation=org, policy=policy, priority=10, name="no rm", spec=spec
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
@@ -54,5 +61,9 @@ def test_the_previous_releases_rows_migrate_forward(capsys):
 
     assert ApiKey.objects.get(prefix="stw_prev").owner_id == user.pk
     assert SessionHold.objects.get(pk=hold.pk).agent == "desk"
+    from firewall.models import Policy
+
+    published = Policy.objects.get(pk=policy.pk).published
+    assert (published.number, [r["name"] for r in published.rules]) == (1, ["no rm"])
     call_command("audit_verify", "--organisation", "acme")
     assert "acme" in capsys.readouterr().out

@@ -109,6 +109,7 @@ def test_the_consoles_tight_preset_blocks_the_6to4_spelling_of_the_metadata_addr
     actor = actor_for(editor, organisation)
     policy = firewall_services.policy_create(actor=actor, name="production")
     firewall_services.preset_apply(actor=actor, policy=policy, preset="tight")
+    firewall_services.policy_publish(actor=actor, policy=policy)
     result = firewall_services.firewall_evaluate(
         actor=actor,
         call={"tool": "http.get", "destination": "http://[2002:a9fe:a9fe::]/latest"},

@@ -77,7 +77,8 @@ def test_a_key_cannot_answer_what_it_asked_after_its_owner_changes(
 def test_a_key_cannot_release_the_firewall_hold_it_raised(
     admin, approver, organisation, actor_for, client_for
 ):
-    _post(client_for(admin), "/v1/firewall/policies", HOLD_POSTS)
+    created = _post(client_for(admin), "/v1/firewall/policies", HOLD_POSTS).json()
+    _post(client_for(admin), f"/v1/firewall/policies/{created['id']}/publish", {})
     key = _key(actor_for(admin, organisation), role="approver", owner=approver, may_approve=True)
     client = _key_client(key)
     held = _post(client, "/v1/firewall/evaluate", PARTNER_CALL).json()
@@ -183,7 +184,8 @@ PARTNER_CALL = {
 def partner_token(editor, approver, client_for):
     """A person approved `http.post` to the partner; the token their approval signed."""
     client = client_for(editor)
-    _post(client, "/v1/firewall/policies", HOLD_POSTS)
+    created = _post(client, "/v1/firewall/policies", HOLD_POSTS).json()
+    _post(client, f"/v1/firewall/policies/{created['id']}/publish", {})
     held = _post(client, "/v1/firewall/evaluate", PARTNER_CALL).json()
     assert held["verdict"] == "require_approval", held
     assert client_for(approver).post(f"/v1/approvals/{held['approval']}/approve").status_code == 200

@@ -43,6 +43,7 @@ def actor(actor_for, editor, organisation):
 def policy(actor):
     policy = firewall_services.policy_create(actor=actor, name="production")
     firewall_services.rule_create(actor=actor, policy=policy, data=NO_SHELL)
+    firewall_services.policy_publish(actor=actor, policy=policy)
     return policy
 
 
@@ -103,6 +104,7 @@ def test_an_alert_raised_on_calls_from_Desk_holds_and_switches_off_desk(actor, o
         "sequence": {**EXFIL["sequence"], "on_match": ["hold_session", "disable_tool"]},
     }
     firewall_services.rule_create(actor=actor, policy=policy, data=rule)
+    firewall_services.policy_publish(actor=actor, policy=policy)
     for _ in range(3):
         _evaluate(actor, tool="crm.read", agent="Desk", session="s1")
     _evaluate(actor, tool="crm.export", agent="Desk", session="s1")
@@ -123,6 +125,7 @@ def test_a_chain_split_between_Desk_and_desk_still_raises_its_alert(actor, organ
     policy = firewall_services.policy_create(actor=actor, name="production")
     rule = {**EXFIL, "sequence": {**EXFIL["sequence"], "on_match": ["hold_session"]}}
     firewall_services.rule_create(actor=actor, policy=policy, data=rule)
+    firewall_services.policy_publish(actor=actor, policy=policy)
     for agent in ("Desk", "desk", "DESK"):
         _evaluate(actor, tool="crm.read", agent=agent, session="s1")
     _evaluate(actor, tool="crm.export", agent="dEsk", session="s1")

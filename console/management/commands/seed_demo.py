@@ -98,6 +98,7 @@ class Command(BaseCommand):
             firewall_services.policy_import(actor=actor, data=DEMO_POLICY)
             policy = Policy.objects.get(organisation=organisation, name=DEMO_POLICY["name"])
             firewall_services.preset_apply(actor=actor, policy=policy, preset="tight")
+            firewall_services.policy_publish(actor=actor, policy=policy, note="the demo's policy")
         if not Rulebook.objects.filter(organisation=organisation).exists():
             source = Path(settings.SITE_DIR) / "examples" / "shop" / "policy.co"
             rulebook_services.rulebook_upload(
