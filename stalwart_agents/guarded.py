@@ -23,7 +23,6 @@ wins. Anything that cannot answer raises `SelectorUnavailableError` and nothing 
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -104,13 +103,13 @@ def _yes(answer: Any) -> tuple[bool, dict[str, Any] | None]:
     return False, None
 
 
-def outside_tools(catalogue: Mapping[str, Any]) -> list[str]:
-    """The tools of a catalogue's data that read outside content."""
-    return [
-        str(t.get("name"))
+def outside_tools(catalogue: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The tools of a catalogue's data that read outside content, with their labels."""
+    return {
+        str(t.get("name")): tuple(t.get("reads_outside") or ())
         for t in catalogue.get("tools", []) or []
         if isinstance(t, Mapping) and t.get("reads_outside")
-    ]
+    }
 
 
 def open_session(
@@ -165,6 +164,8 @@ class Guard:
         on_refuse: str = "return",
         run: Mapping[str, str] | None = None,
         wait_timeout: float = 300.0,
+        labels: set[str] | None = None,
+        outside: Mapping[str, Any] | None = None,
     ) -> None:
         if on_refuse not in ("return", "raise"):
             raise ValueError("on_refuse is `return` or `raise`")
@@ -175,7 +176,12 @@ class Guard:
         self.on_refuse = on_refuse
         self.run = dict(run or {})
         self.wait_timeout = wait_timeout
+        # Outside-content labels the conversation met in other sessions (another agent's
+        # `reads_outside` tool), carried on every call of this one: shared by a graph's guards.
+        self.labels = labels if labels is not None else set()
+        self.ran: list[dict[str, Any]] = []
         self._read: set[str] = set()
+        self._outside = {k: tuple(v) for k, v in (outside or {}).items()}
 
     @classmethod
     def for_agent(
@@ -199,8 +205,12 @@ class Guard:
             settings=settings,
         )
         code = context if context is not None else getattr(agent, "context", None)
-        facts = Context(facts_of(agent), context=code, reads_outside=outside_tools(catalogue))
-        return cls(session, tools=agent_functions(agent), context=facts, **options)
+        outside = outside_tools(catalogue)
+        if "facts" in options:
+            facts = options.pop("facts")  # a graph's guards share one conversation's facts
+        else:
+            facts = Context(facts_of(agent), context=code, reads_outside=list(outside))
+        return cls(session, tools=agent_functions(agent), context=facts, outside=outside, **options)
 
     # -- turns and checks -------------------------------------------------------------------
 
@@ -236,6 +246,7 @@ class Guard:
             origins=dict(origins) if origins else None,
             context=self.facts(arguments, context),
             token=token,
+            labels=sorted(self.labels) or None,
         )
 
     def prompt(
@@ -294,13 +305,20 @@ class Guard:
             origins=dict(origins) if origins else None,
             context=self.facts(arguments, facts),
             token=token,
+            labels=sorted(self.labels) or None,
         )
         outcome = self._outcome(tool, arguments, answer, origins)
-        if outcome.status == RAN and isinstance(facts, Context):
-            facts.observe(tool, arguments, outcome.result)
+        if outcome.status == RAN:
+            self.ran.append({"tool": tool, "arguments": arguments, "result": outcome.result})
+            self.labels.update(self._outside.get(tool, ()))
+            if isinstance(facts, Context):
+                facts.observe(tool, arguments, outcome.result)
         if outcome.status == CONFIRM and self.approver is not None and token is None:
             return self.resume(
-                outcome, bool(self.approver(outcome.prompt or {})), function=function, context=context
+                outcome,
+                bool(self.approver(outcome.prompt or {})),
+                function=function,
+                context=context,
             )
         if outcome.status == REFUSED and self.on_refuse == "raise":
             raise CallRefused(outcome)
@@ -367,13 +385,13 @@ class Guard:
         detail = dict(answer.get("detail") or {})
         given = dict(origins) if origins else None
         if kind == "SUCCEEDED":
-            return Outcome(RAN, tool, arguments, answer.get("result"), reasons, detail, origins=given)
+            return Outcome(
+                RAN, tool, arguments, answer.get("result"), reasons, detail, origins=given
+            )
         if kind == "CONFIRM":
             approval = answer.get("approval")
             prompt = self.prompt(tool, arguments, reasons, detail, origins, approval)
-            return Outcome(
-                CONFIRM, tool, arguments, None, reasons, detail, prompt, given, approval
-            )
+            return Outcome(CONFIRM, tool, arguments, None, reasons, detail, prompt, given, approval)
         if kind in _REFUSED:
             undone = tuple(answer.get("undone") or ())
             return Outcome(REFUSED, tool, arguments, None, reasons, detail, undone=undone)
@@ -437,11 +455,3 @@ def result_text(result: Any) -> str:
         return json.dumps(result, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(result)
-
-
-def accepts_context(function: Callable[..., Any]) -> bool:
-    """Whether a function takes a second argument (the executor's context with the key)."""
-    try:
-        return len(inspect.signature(function).parameters) >= 2
-    except (TypeError, ValueError):
-        return False
