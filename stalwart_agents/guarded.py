@@ -210,7 +210,8 @@ class Guard:
             facts = options.pop("facts")  # a graph's guards share one conversation's facts
         else:
             facts = Context(facts_of(agent), context=code, reads_outside=list(outside))
-        return cls(session, tools=agent_functions(agent), context=facts, outside=outside, **options)
+        tools = {**agent_functions(agent), **dict(options.pop("tools", None) or {})}
+        return cls(session, tools=tools, context=facts, outside=outside, **options)
 
     # -- turns and checks -------------------------------------------------------------------
 
