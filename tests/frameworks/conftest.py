@@ -58,4 +58,6 @@ def functions(shop, ran):
 
         return call
 
-    return {name: counted(name) for name in ("get_order", "charge_card", "read_inbox", "send_receipt")}
+    return {
+        name: counted(name) for name in ("get_order", "charge_card", "read_inbox", "send_receipt")
+    }

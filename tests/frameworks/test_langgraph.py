@@ -58,7 +58,9 @@ def tool_messages(out):  # noqa: ANN001, ANN201
 
 
 def test_a_read_the_model_chose_runs_and_its_result_is_recorded(shop, functions, ran):
-    agent, guard = make_agent(shop, functions, scripted(call("get_order", {"order_id": "4411"}, "c1")))
+    agent, guard = make_agent(
+        shop, functions, scripted(call("get_order", {"order_id": "4411"}, "c1"))
+    )
     out = agent.invoke({"messages": [HumanMessage("show order 4411")]}, CONFIG)
     assert ran == [("get_order", {"order_id": "4411"})]
     assert '"status": "paid"' in tool_messages(out)[0].content
@@ -223,8 +225,12 @@ def test_the_graph_refuses_what_the_model_calls_outside_the_catalogue(shop):
 
 @pytest.mark.parametrize("answer", [True, "yes", {"approved": True}])
 def test_every_form_of_yes_is_read_as_one(shop, functions, ran, answer):
-    guard = Guard.for_agent(shop, "desk", tools={"get_order": lambda a: {"order_id": "4411", "card": "v"}})
+    guard = Guard.for_agent(
+        shop, "desk", tools={"get_order": lambda a: {"order_id": "4411", "card": "v"}}
+    )
     guard.call_with("get_order", {"order_id": "4411"})
-    waiting = guard.call_with("charge_card", {"order_id": "4411", "amount": 1}, function=lambda a: "ok")
+    waiting = guard.call_with(
+        "charge_card", {"order_id": "4411", "amount": 1}, function=lambda a: "ok"
+    )
     assert waiting.status == "confirm"
     assert guard.resume(waiting, answer, function=lambda a: "ok").status == "ran"
