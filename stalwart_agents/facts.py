@@ -11,8 +11,8 @@ facts): until the tool answered, a fact is false; a fact is never read from a to
 `reads_outside`; where code (`context=`) and the file report the same fact, the file wins.
 
 A `Context` whose `facts:` do not read is refused at construction, naming the fact
-(`FactsInvalid`); a code context that raises makes the check's facts unavailable, and the tool
-check then refuses the governed call (fail closed), never treats it as reported false.
+(`FactsInvalid`); a code context that raises makes the check's facts unavailable: the check
+raises `SelectorUnavailableError` and nothing runs (fail closed), never a fact read as false.
 """
 
 from __future__ import annotations

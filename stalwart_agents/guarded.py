@@ -208,6 +208,8 @@ class Guard:
         outside = outside_tools(catalogue)
         if "facts" in options:
             facts = options.pop("facts")  # a graph's guards share one conversation's facts
+        elif isinstance(context, Context):
+            facts = context
         else:
             facts = Context(facts_of(agent), context=code, reads_outside=list(outside))
         tools = {**agent_functions(agent), **dict(options.pop("tools", None) or {})}

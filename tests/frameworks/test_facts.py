@@ -1,0 +1,71 @@
+"""`stalwart_agents.facts.Context`: the file's `facts:` read from the tools' answers, for the doors."""
+
+from __future__ import annotations
+
+import pytest
+
+from rulebooks.compiler.errors import FactsInvalid
+from stalwart_agents.client import SelectorUnavailableError
+from stalwart_agents.facts import Context, facts_of
+from stalwart_agents.guarded import Guard
+
+PAID = {"order_id": "4411", "status": "paid", "card": "visa-0042", "amount": 40.0}
+OPEN = {"order_id": "4412", "status": "open", "card": "", "amount": 12.5}
+
+
+def test_the_agent_files_facts_are_what_the_context_reads(shop):
+    assert facts_of(shop) == {
+        "card_on_file": {"from": "get_order.card", "same": "order_id"},
+        "order_paid": {"from": "get_order.status == paid", "same": "order_id"},
+    }
+
+
+def test_a_fact_is_false_until_the_tool_answered_and_bound_to_the_call_it_names(shop):
+    context = Context(facts=facts_of(shop))
+    assert context.for_call({"order_id": "4411"}) == {"card_on_file": False, "order_paid": False}
+    context.observe("get_order", {"order_id": "4411"}, PAID)
+    context.observe("get_order", {"order_id": "4412"}, OPEN)
+    assert context.for_call({"order_id": "4411"}) == {"card_on_file": True, "order_paid": True}
+    assert context.for_call({"order_id": "4412"}) == {"card_on_file": False, "order_paid": False}
+
+
+def test_where_code_and_the_file_say_the_same_fact_the_file_wins(shop):
+    context = Context(facts=facts_of(shop), context={"order_paid": True, "vip": True})
+    assert context.for_call({"order_id": "4411"}) == {
+        "order_paid": False,
+        "card_on_file": False,
+        "vip": True,
+    }
+
+
+def test_a_fact_is_never_read_from_a_tool_that_reads_outside():
+    with pytest.raises(FactsInvalid, match="reads outside content"):
+        Context(facts={"ok": {"from": "read_inbox.subject"}}, reads_outside=["read_inbox"])
+
+
+def test_call_with_takes_its_facts_from_the_context_so_the_rulebook_decides_on_them(shop):
+    context = Context(facts=facts_of(shop))
+    guard = Guard.for_agent(shop, "billing", context=context)
+    refund = {"order_id": "4411", "amount": 40.0}
+    unpaid = guard.call_with("refund_card", refund, function=lambda a: "refunded")
+    assert unpaid.status == "refused" and unpaid.detail.get("flow") == "refunds"
+    context.observe("get_order", {"order_id": "4411"}, PAID)
+    paid = guard.call_with("refund_card", refund, function=lambda a: "refunded")
+    assert paid.status == "confirm"
+    other = guard.call_with(
+        "refund_card", {"order_id": "4412", "amount": 1.0}, function=lambda a: "refunded"
+    )
+    assert other.status == "refused"  # the status of 4411 never allows a refund of 4412
+
+
+def test_a_context_function_that_fails_makes_no_call(shop):
+    def broken():
+        raise RuntimeError("the CRM is down")
+
+    guard = Guard.for_agent(shop, "billing", context=Context(facts_of(shop), context=broken))
+    refunded = []
+    with pytest.raises(SelectorUnavailableError, match="the CRM is down"):
+        guard.call_with(
+            "refund_card", {"order_id": "4411", "amount": 1.0}, function=refunded.append
+        )
+    assert refunded == []
