@@ -323,8 +323,13 @@ def build_stalwart_graph(
                 return {"stalwart": {**st, "next": step(name, "end")}}
             read_turns(guard, _messages(state))
             text = turn.content if isinstance(turn.content, str) else str(turn.content)
-            plan = router.plan(text, results=results(), context=facts.code)
+            # A turn nothing reads is asked again once; the next one goes where on_unread says.
+            replanned = st.get("chain", 0) > 0
+            asked = bool(st.get("asked_again")) and not replanned
+            plan = router.plan(text, results=results(), context=facts.code, asked_again=asked)
             kind = plan.kind
+            if not replanned:
+                st["asked_again"] = kind == "unread" and plan.action == "say_again"
             planned: dict[str, Any] | None = None
             if kind in ("tool", "confirm") and plan.call:
                 planned = {**st, "chain": 0, **_planned(name, dict(plan.call), st)}
