@@ -18,11 +18,13 @@ raises `SelectorUnavailableError` and nothing runs (fail closed), never a fact r
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from rulebooks.compiler import resolve_facts, validate_facts_spec
 from rulebooks.compiler.errors import FactsInvalid
+from rulebooks.compiler.facts import parse_facts_spec, read_fact
 
 CodeFacts = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
 
@@ -61,36 +63,33 @@ class Context:
         self.facts = dict(facts or {})
         self.code = context
         self.reads_outside = tuple(reads_outside)
-        self._tools = {
-            str(entry.get("from", "")).split(".", 1)[0]
-            for entry in self.facts.values()
-            if isinstance(entry, Mapping)
+        self._sources, _ = parse_facts_spec(self.facts)  # read once, not at every check
+        self._results: dict[str, deque[dict[str, Any]]] = {
+            source.tool: deque(maxlen=KEEP_PER_TOOL) for source in self._sources
         }
-        self._results: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def observe(self, tool: str, arguments: Mapping[str, Any], result: Any) -> None:
         """A call that ran, with its result: what the file's facts are read from."""
-        if tool not in self._tools or tool in self.reads_outside:
+        kept = self._results.get(tool)
+        if kept is None or tool in self.reads_outside:
             return
-        entry = {"tool": tool, "arguments": dict(arguments), "result": result}
         with self._lock:
-            self._results.append(entry)
-            same = [i for i, e in enumerate(self._results) if e["tool"] == tool]
-            if len(same) > KEEP_PER_TOOL:
-                del self._results[same[0]]
+            kept.append({"tool": tool, "arguments": dict(arguments), "result": result})
 
     def for_call(self, arguments: Mapping[str, Any] | None = None) -> dict[str, bool]:
         """Every fact's value for a call with these arguments (the file's win over code's)."""
-        with self._lock:
-            results = list(self._results)
-        return resolve_facts(
-            self.facts,
-            arguments=dict(arguments or {}),
-            results=results,
-            reads_outside=self.reads_outside,
-            context=self.code,
-        )
+        arguments = dict(arguments or {})
+        # Code's facts first, by the compiler's own rules (a failing function raises)...
+        out = resolve_facts(None, arguments=arguments, results=(), context=self.code)
+        # ...then the file's, read by the compiler's reader from each tool's latest answers.
+        for source in self._sources:
+            with self._lock:
+                results = list(self._results[source.tool])
+            out[source.name] = read_fact(
+                source, arguments=arguments, results=results, reads_outside=self.reads_outside
+            )
+        return out
 
     def __call__(self) -> dict[str, bool]:
         """The facts bound to no call (a fact with `same:` is false here: it names no call)."""

@@ -83,6 +83,9 @@ class StalwartTools:
         self.guard = guard
         self.functions = {**guard.tools, **dict(functions or {})}
         self._pending: dict[str, Outcome] = {}
+        # The check `needs_approval` made, reused by the guardrail for the same call at the same
+        # point of the conversation (nothing ran in between, no new outside content).
+        self._checked: dict[str, tuple[tuple[Any, ...], Any]] = {}
         tools = {t["name"]: t for t in catalogue.get("tools", []) if isinstance(t, Mapping)}
         reach = (catalogue.get("agents") or {}).get(guard.session.agent) or {}
         wanted = list(names) if names is not None else list(reach.get("tools") or tools)
@@ -114,8 +117,13 @@ class StalwartTools:
             tool_input_guardrails=[ToolInputGuardrail(guardrail, name="stalwart")],
         )
 
+    def _point(self, tool: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        text = json.dumps(params, sort_keys=True, default=str)
+        return (tool, text, len(self.guard.ran), len(self.guard.labels))
+
     def _needs_approval(self, tool: str, params: Mapping[str, Any], call_id: str) -> bool:
         check = self.guard.check(tool, params)
+        self._checked[call_id] = (self._point(tool, params), check)
         if check.decision != "confirm":
             return False
         prompt = self.guard.prompt(tool, dict(params), check.reasons, check.detail)
@@ -139,7 +147,9 @@ class StalwartTools:
             )
         if call_id in self._pending:  # approved the SDK's way: the call is checked with its token
             return ToolGuardrailFunctionOutput.allow()
-        check = self.guard.check(tool, arguments)
+        point, check = self._checked.pop(call_id, (None, None))
+        if check is None or point != self._point(tool, arguments):
+            check = self.guard.check(tool, arguments)
         if check.decision == "refuse":
             refused = Outcome(REFUSED, tool, arguments, reasons=tuple(check.reasons))
             return ToolGuardrailFunctionOutput.reject_content(
