@@ -181,6 +181,7 @@ class Guard:
         self.labels = labels if labels is not None else set()
         self.ran: list[dict[str, Any]] = []
         self._read: set[str] = set()
+        self._asked: dict[str, str] = {}
         self._outside = {k: tuple(v) for k, v in (outside or {}).items()}
 
     @classmethod
@@ -331,9 +332,11 @@ class Guard:
         """The signed token for exactly the call `outcome` showed a person (see `resume`)."""
         session = self.session
         if isinstance(session, RemoteSession):
-            if not outcome.approval:
+            approval = self._asked.pop(_call_key(outcome.tool, outcome.arguments), None)
+            approval = approval or outcome.approval
+            if not approval:
                 raise SelectorUnavailableError("the console asked for no approval of this call")
-            return session.wait_for_approval(outcome.approval, timeout=self.wait_timeout)
+            return session.wait_for_approval(approval, timeout=self.wait_timeout)
         check = self.check(
             outcome.tool, outcome.arguments, origins=outcome.origins, context=context
         )
@@ -393,6 +396,10 @@ class Guard:
             )
         if kind == "CONFIRM":
             approval = answer.get("approval")
+            if approval:
+                # A framework that re-runs its step on resume asks again for the same call: the
+                # request the person was shown (the first) is the one whose answer counts.
+                approval = self._asked.setdefault(_call_key(tool, arguments), approval)
             prompt = self.prompt(tool, arguments, reasons, detail, origins, approval)
             return Outcome(CONFIRM, tool, arguments, None, reasons, detail, prompt, given, approval)
         if kind in _REFUSED:
@@ -401,6 +408,10 @@ class Guard:
         if kind in _FAILED:
             return Outcome(FAILED, tool, arguments, None, reasons or (str(kind).lower(),), detail)
         raise SelectorUnavailableError(f"the executor answered `{kind}`, which is not an outcome")
+
+
+def _call_key(tool: str, arguments: Mapping[str, Any]) -> str:
+    return tool + ":" + json.dumps(arguments, sort_keys=True, default=str)
 
 
 def _denied(outcome: Outcome, why: str = "the person said no") -> Outcome:
