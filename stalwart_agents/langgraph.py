@@ -54,6 +54,7 @@ __all__ = [
     "build_stalwart_graph",
     "guarded_tool_call",
     "graph_shape",
+    "langchain_tools",
 ]
 
 
@@ -612,3 +613,28 @@ def _route(node_id: str, allowed: frozenset[str]) -> Callable[[Any], str]:
         return target
 
     return route
+
+
+def langchain_tools(guard: Guard, catalogue: Mapping[str, Any]) -> list[Any]:
+    """LangChain tools for the guard's agent, made from the catalogue (name, description, JSON
+    Schema parameters) over the guard's functions: what `create_agent` or a `ToolNode` is given,
+    with `StalwartMiddleware(guard)` or `StalwartToolNode(..., guard=guard)` in front of them."""
+    from langchain_core.tools import StructuredTool
+
+    reach = (catalogue.get("agents") or {}).get(guard.session.agent) or {}
+    names = reach.get("tools") or [t.get("name") for t in catalogue.get("tools", [])]
+    made = []
+    for spec in catalogue.get("tools", []):
+        name = spec.get("name") if isinstance(spec, Mapping) else None
+        if name not in names or name not in guard.tools:
+            continue
+        function = guard.tools[name]
+        made.append(
+            StructuredTool.from_function(
+                func=lambda _f=function, **arguments: _f(arguments),
+                name=name,
+                description=str(spec.get("description") or name),
+                args_schema=dict(spec.get("parameters") or {"type": "object", "properties": {}}),
+            )
+        )
+    return made

@@ -234,3 +234,17 @@ def test_every_form_of_yes_is_read_as_one(shop, functions, ran, answer):
     )
     assert waiting.status == "confirm"
     assert guard.resume(waiting, answer, function=lambda a: "ok").status == "ran"
+
+
+def test_the_catalogues_tools_made_for_langchain_run_under_the_middleware(shop):
+    from stalwart_agents.langgraph import langchain_tools
+
+    guard = Guard.for_agent(shop, "desk")
+    tools = langchain_tools(guard, shop.catalogue())
+    assert [t.name for t in tools] == ["get_order", "charge_card", "send_receipt", "read_inbox"]
+    model = scripted(call("get_order", {"order_id": "4411"}, "c1"), call("read_inbox", {}, "c2"))
+    agent = create_agent(
+        model, tools, middleware=[StalwartMiddleware(guard)], checkpointer=InMemorySaver()
+    )
+    agent.invoke({"messages": [HumanMessage("show order 4411")]}, CONFIG)
+    assert [e.content["tool"] for e in guard.session.history] == ["get_order", "read_inbox"]
