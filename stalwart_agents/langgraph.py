@@ -25,6 +25,7 @@ Framework imports live only in this module: the core SDK never needs LangGraph.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypedDict
@@ -141,6 +142,16 @@ def guarded_tool_call(guard: Guard, request: Any, handler: Callable[[Any], Any])
     return _refusal(outcome, call)
 
 
+async def aguarded_tool_call(guard: Guard, request: Any, handler: Callable[[Any], Any]) -> Any:
+    """`guarded_tool_call` for an async handler (`ainvoke`, `astream`)."""
+    loop = asyncio.get_running_loop()
+
+    def run_here(changed: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(handler(changed), loop).result()
+
+    return await asyncio.to_thread(guarded_tool_call, guard, request, run_here)
+
+
 class StalwartMiddleware(AgentMiddleware):
     """LangChain v1 agent middleware: every tool call the model emits goes through `guard`.
 
@@ -159,6 +170,11 @@ class StalwartMiddleware(AgentMiddleware):
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         return guarded_tool_call(self.guard, request, handler)
 
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The same check for `ainvoke`: the guard's (synchronous) path runs in a worker thread,
+        with LangGraph's context, and the framework's own async tool runs back on this loop."""
+        return await aguarded_tool_call(self.guard, request, handler)
+
 
 class StalwartToolNode(ToolNode):
     """LangGraph's prebuilt `ToolNode`, with every call it runs put through `guard` first."""
@@ -167,9 +183,11 @@ class StalwartToolNode(ToolNode):
         if "wrap_tool_call" in options or "awrap_tool_call" in options:
             raise ValueError("a StalwartToolNode's wrapper is the guard's: pass no wrap_tool_call")
         super().__init__(
-            tools, wrap_tool_call=lambda request, handler: guarded_tool_call(guard, request, handler),
+            tools,
+            wrap_tool_call=lambda request, handler: guarded_tool_call(guard, request, handler),
+            awrap_tool_call=lambda request, handler: aguarded_tool_call(guard, request, handler),
             **options,
-        )  # fmt: skip
+        )
         self.guard = guard
 
 

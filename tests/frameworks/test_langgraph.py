@@ -248,3 +248,24 @@ def test_the_catalogues_tools_made_for_langchain_run_under_the_middleware(shop):
     )
     agent.invoke({"messages": [HumanMessage("show order 4411")]}, CONFIG)
     assert [e.content["tool"] for e in guard.session.history] == ["get_order", "read_inbox"]
+
+
+def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran):
+    import asyncio
+
+    model = scripted(
+        call("get_order", {"order_id": "4411"}, "c1"),
+        call("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+    )
+    agent, _ = make_agent(shop, functions, model)
+
+    async def both():  # noqa: ANN202
+        out = await agent.ainvoke({"messages": [HumanMessage("charge order 4411")]}, CONFIG)
+        charged_before = [name for name, _ in ran]
+        await agent.ainvoke(Command(resume=True), CONFIG)
+        return out, charged_before
+
+    out, before = asyncio.run(both())
+    assert "argument_origin: amount" in out["__interrupt__"][0].value["reasons"]
+    assert before == ["get_order"]
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
