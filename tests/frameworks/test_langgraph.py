@@ -269,3 +269,15 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
     assert "argument_origin: amount" in out["__interrupt__"][0].value["reasons"]
     assert before == ["get_order"]
     assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
+
+
+def test_outside_content_one_agent_read_taints_the_next_agents_write(shop):
+    graph = build_stalwart_graph(shop, models={"desk": scripted()}, checkpointer=InMemorySaver())
+    desk, billing = graph.stalwart_guards["desk"], graph.stalwart_guards["billing"]
+    desk.context.observe("get_order", {"order_id": "4411"}, {"status": "paid", "card": "v"})
+    refund = {"order_id": "4411", "amount": 40.0}
+    before = billing.check("refund_card", refund)
+    assert before.decision == "confirm" and "tainted_call" not in before.reasons
+    assert desk.call_with("read_inbox", {}).status == "ran"
+    after = billing.check("refund_card", refund)
+    assert after.decision == "confirm" and "tainted_call" in after.reasons
