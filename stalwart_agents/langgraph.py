@@ -250,6 +250,7 @@ def build_stalwart_graph(
     language: str | None = None,
     max_model_rounds: int = 8,
     max_chain_rounds: int = 4,
+    require_proof: bool = True,
 ) -> Any:
     """The compiled LangGraph graph of an `Agent` (agent.yaml), guarded throughout.
 
@@ -260,8 +261,17 @@ def build_stalwart_graph(
     the check asks for one (`interrupt()`), then the tool; `hands_off_to` are the handoff steps.
     `context=` is code's facts (the file's `facts:` are read from the tools' results, and win).
     A `checkpointer` is needed to interrupt and resume (LangGraph's `InMemorySaver` in-process).
+    An agent that was not proved (`Agent(..., verify=False)`) raises `NotVerified` unless
+    `require_proof=False` says the host chose to run it unproved.
     """
     from router.engine import Router
+    from stalwart_agents.agent import NotVerified
+
+    if require_proof and getattr(agent, "report", None) is None:
+        raise NotVerified(
+            "build_stalwart_graph runs only a proved agent: build it with verify=True (the "
+            "default), or pass require_proof=False to run it unproved"
+        )
 
     doc = agent.export()
     catalogue = agent.catalogue()

@@ -179,21 +179,34 @@ def test_the_tool_node_drop_in_guards_every_call(shop, functions, ran):
     assert "order_rule" in tool_messages(out)[0].content
 
 
-def test_the_graph_built_from_agent_yaml_is_the_graph_proved(shop):
-    graph = build_stalwart_graph(shop, models={"desk": scripted()}, checkpointer=InMemorySaver())
-    assert graph_shape(graph) == graph_shape(shop.export())
+def test_the_graph_built_from_agent_yaml_is_the_graph_proved():
+    from stalwart_agents import Agent
+    from stalwart_agents.agent import NotVerified
+    from tests.frameworks.conftest import SHOP
+
+    proved = Agent.from_file(SHOP)  # verify=True: proved before it is built
+    graph = build_stalwart_graph(proved, models={"desk": scripted()}, checkpointer=InMemorySaver())
+    nodes, edges = graph_shape(graph)
+    assert (nodes, edges) == graph_shape(proved.export())
+    assert len(nodes) == 19 and ("desk_check_charge_card", "desk_confirm_charge_card") in edges
+    with pytest.raises(NotVerified, match="proved agent"):
+        build_stalwart_graph(Agent.from_file(SHOP, verify=False), models={})
 
 
 def test_a_turn_the_router_reads_never_reaches_the_model(shop):
     model = scripted()
-    graph = build_stalwart_graph(shop, models={"desk": model}, checkpointer=InMemorySaver())
+    graph = build_stalwart_graph(
+        shop, require_proof=False, models={"desk": model}, checkpointer=InMemorySaver()
+    )
     out = graph.invoke({"messages": [HumanMessage("show order 4411")]}, CONFIG)
     assert model.seen == []
     assert '"status": "paid"' in out["messages"][-1].content
 
 
 def test_a_planned_write_in_the_graph_asks_the_person_then_runs_exactly_it(shop):
-    graph = build_stalwart_graph(shop, models={"desk": scripted()}, checkpointer=InMemorySaver())
+    graph = build_stalwart_graph(
+        shop, require_proof=False, models={"desk": scripted()}, checkpointer=InMemorySaver()
+    )
     out = graph.invoke({"messages": [HumanMessage("charge 40 on order 4411")]}, CONFIG)
     (waiting,) = out["__interrupt__"]
     assert waiting.value["call"] == {
@@ -213,6 +226,7 @@ def test_the_graph_refuses_what_the_model_calls_outside_the_catalogue(shop):
     model = scripted(call("delete_order", {"order_id": "4411"}, "c1"))
     graph = build_stalwart_graph(
         shop,
+        require_proof=False,
         models={"desk": model},
         checkpointer=InMemorySaver(),
     )
@@ -272,7 +286,9 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
 
 
 def test_outside_content_one_agent_read_taints_the_next_agents_write(shop):
-    graph = build_stalwart_graph(shop, models={"desk": scripted()}, checkpointer=InMemorySaver())
+    graph = build_stalwart_graph(
+        shop, require_proof=False, models={"desk": scripted()}, checkpointer=InMemorySaver()
+    )
     desk, billing = graph.stalwart_guards["desk"], graph.stalwart_guards["billing"]
     desk.context.observe("get_order", {"order_id": "4411"}, {"status": "paid", "card": "v"})
     refund = {"order_id": "4411", "amount": 40.0}
