@@ -302,10 +302,14 @@ class Guard:
         arguments = dict(arguments)
         run = function or self.tools.get(tool) or _missing(tool)
         facts = context if context is not None else self.context
+
+        def executed(arguments: dict[str, Any], context: Any) -> Any:  # the executor's own form
+            return run(arguments)
+
         answer = self.session.execute(
             tool,
             arguments,
-            lambda args, _ctx: run(args),
+            executed,
             origins=dict(origins) if origins else None,
             context=self.facts(arguments, facts),
             token=token,

@@ -18,16 +18,16 @@ def guard_for(shop, functions, **options):  # noqa: ANN001, ANN003, ANN201
 def test_a_hosts_approver_sees_the_prompt_and_its_yes_runs_exactly_that_call(shop, functions, ran):
     asked = []
     guard = guard_for(shop, functions, approver=lambda prompt: asked.append(prompt) or True)
-    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 40})
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
     assert outcome.status == "ran" and outcome.reasons == ("confirmed",)
-    assert asked[0]["call"]["arguments"] == {"order_id": "4411", "amount": 40}
+    assert asked[0]["call"]["arguments"] == {"order_id": "4411", "amount": 35}
     assert "argument_origin: amount" in asked[0]["reasons"]
-    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
 
 
 def test_a_hosts_no_runs_nothing(shop, functions, ran):
     guard = guard_for(shop, functions, approver=lambda prompt: False)
-    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 40})
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
     assert outcome.status == "refused" and outcome.reasons == ("approval_denied",)
     assert [name for name, _ in ran] == ["get_order"]
 
@@ -44,8 +44,8 @@ def test_without_an_approver_the_confirm_comes_back_with_what_the_person_must_se
     shop, functions, ran
 ):
     guard = guard_for(shop, functions)
-    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 40})
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
     assert outcome.status == "confirm"
     assert set(outcome.prompt) >= {"call", "arguments", "reasons"}
-    assert outcome.prompt["arguments"]["amount"]["value"] == 40
+    assert outcome.prompt["arguments"]["amount"]["value"] == 35
     assert [name for name, _ in ran] == ["get_order"]

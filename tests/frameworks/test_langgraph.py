@@ -73,25 +73,26 @@ def test_a_write_with_an_amount_the_model_wrote_interrupts_and_runs_only_after_a
 ):
     model = scripted(
         call("get_order", {"order_id": "4411"}, "c1"),
-        call("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
     )
     agent, _ = make_agent(shop, functions, model)
     out = agent.invoke({"messages": [HumanMessage("charge order 4411")]}, CONFIG)
     (waiting,) = out["__interrupt__"]
     prompt = waiting.value
     assert prompt["call"]["tool"] == "charge_card"
-    assert prompt["arguments"]["amount"] == {"value": 40, "origin": "model"}
+    assert prompt["arguments"]["amount"]["value"] == 35
+    assert prompt["arguments"]["amount"]["origin"] == "model"
     assert "argument_origin: amount" in prompt["reasons"]
     assert [name for name, _ in ran] == ["get_order"]  # nothing charged yet
     out = agent.invoke(Command(resume=True), CONFIG)
-    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
     assert '"charged"' in tool_messages(out)[-1].content
 
 
 def test_a_resumed_call_with_changed_arguments_is_refused(shop, functions, ran):
     model = scripted(
         call("get_order", {"order_id": "4411"}, "c1"),
-        call("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
     )
     agent, _ = make_agent(shop, functions, model)
     agent.invoke({"messages": [HumanMessage("charge order 4411")]}, CONFIG)
@@ -105,7 +106,7 @@ def test_a_resumed_call_with_changed_arguments_is_refused(shop, functions, ran):
 def test_a_no_runs_nothing(shop, functions, ran):
     model = scripted(
         call("get_order", {"order_id": "4411"}, "c1"),
-        call("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
     )
     agent, _ = make_agent(shop, functions, model)
     agent.invoke({"messages": [HumanMessage("charge order 4411")]}, CONFIG)
@@ -158,7 +159,7 @@ def test_a_tool_not_in_the_catalogue_is_refused_and_the_model_told_why(shop, fun
 def test_the_tool_node_drop_in_guards_every_call(shop, functions, ran):
     guard = Guard.for_agent(shop, "desk")
     tools = [StructuredTool.from_function(f, name=n, description=n) for n, f in functions.items()]
-    model = scripted(call("charge_card", {"order_id": "4411", "amount": 40}, "c1"))
+    model = scripted(call("charge_card", {"order_id": "4411", "amount": 35}, "c1"))
 
     def think(state):  # noqa: ANN001, ANN202
         return {"messages": [model.invoke(state["messages"])]}
@@ -269,7 +270,7 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
 
     model = scripted(
         call("get_order", {"order_id": "4411"}, "c1"),
-        call("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
     )
     agent, _ = make_agent(shop, functions, model)
 
@@ -282,7 +283,7 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
     out, before = asyncio.run(both())
     assert "argument_origin: amount" in out["__interrupt__"][0].value["reasons"]
     assert before == ["get_order"]
-    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
 
 
 def test_outside_content_one_agent_read_taints_the_next_agents_write(shop):

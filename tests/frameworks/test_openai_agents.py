@@ -51,14 +51,14 @@ def test_a_write_with_a_model_written_amount_interrupts_and_runs_only_after_appr
 ):
     model = ScriptedModel(
         ("get_order", {"order_id": "4411"}, "c1"),
-        ("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        ("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
         "charged",
     )
     agent, tools, _ = make(shop, functions, model)
     result = run(agent, "charge order 4411", tools)
     (item,) = result.interruptions
     prompt = tools.prompt(item)
-    assert prompt["call"]["arguments"] == {"order_id": "4411", "amount": 40}
+    assert prompt["call"]["arguments"] == {"order_id": "4411", "amount": 35}
     assert prompt["arguments"]["amount"]["origin"] == "model"
     assert "argument_origin: amount" in prompt["reasons"]
     assert [name for name, _ in ran] == ["get_order"]
@@ -66,13 +66,13 @@ def test_a_write_with_a_model_written_amount_interrupts_and_runs_only_after_appr
     state.approve(item)
     resumed = run(agent, state, tools)
     assert resumed.final_output == "charged"
-    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 40})
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
 
 
 def test_a_rejected_call_runs_nothing(shop, functions, ran):
     model = ScriptedModel(
         ("get_order", {"order_id": "4411"}, "c1"),
-        ("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
+        ("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
         "not charged",
     )
     agent, tools, _ = make(shop, functions, model)
