@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
 .PHONY: screenshots run test install nemo-env lint check-deploy test-package test-sqlite test-postgres
-.PHONY: soak-broker bench bench-http mutation fuzz clean
+.PHONY: soak-broker bench bench-http bench-gateway mutation fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,10 @@ bench: install
 # BENCH_DATABASE_URL (a database it drops and creates) and BENCH_REDIS_URL (a db it flushes).
 bench-http: install
 	$(PY) -m benchmarks.http
+
+# The latency `stalwart gateway` adds to an MCP tools/call (stdio and streamable HTTP), and calls/s.
+bench-gateway: install
+	$(PY) -m benchmarks.gateway $(BENCH_ARGS)
 
 # mutmut over the tool-check engine (and the executor's rules in guard/engine/execution.py), then
 # each of the executor's controls removed in turn (scripts/mutation_controls.py).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from console.models import OrganisationSettings, Role
-from console.services import ADMIN_FIELDS, webhook_url_problem
+from console.services import ADMIN_FIELDS, ADMIN_ONLY_MESSAGE, webhook_url_problem
 
 
 class HttpsURLField(forms.URLField):
@@ -35,7 +35,9 @@ class SettingsForm(forms.ModelForm):
         self.refused_fields: list[str] = []
         if not admin and any(name in self.data for name in ADMIN_FIELDS):
             whole = SettingsForm(self.data, instance=kwargs.get("instance"))
-            self.refused_fields = sorted(set(whole.changed_data) & ADMIN_FIELDS)
+            # A field the request does not send is not being changed (it is not on this form).
+            posted = ADMIN_FIELDS & set(self.data)
+            self.refused_fields = sorted(set(whole.changed_data) & posted)
         if not admin:
             for name in ADMIN_FIELDS:
                 self.fields.pop(name, None)
@@ -51,10 +53,7 @@ class SettingsForm(forms.ModelForm):
     def clean(self):  # noqa: ANN201
         cleaned = super().clean()
         if self.refused_fields:
-            raise forms.ValidationError(
-                "only an admin can change the licence and the alert webhook: "
-                + ", ".join(self.refused_fields)
-            )
+            raise forms.ValidationError(f"{ADMIN_ONLY_MESSAGE}: " + ", ".join(self.refused_fields))
         return cleaned
 
     def clean_notify_url(self) -> str:
@@ -71,6 +70,10 @@ class SettingsForm(forms.ModelForm):
             "language",
             "on_unread",
             "taint_policy",
+            "grounded",
+            "s1_veto",
+            "s2_veto",
+            "confirm_read",
             "licence_valid_until",
             "licence_on_lapse",
             "compiled_records_only",
@@ -81,6 +84,10 @@ class SettingsForm(forms.ModelForm):
             "language": "Language the selector reads",
             "on_unread": "On unread",
             "taint_policy": "Taint policy",
+            "grounded": "Origin of values (grounded)",
+            "s1_veto": "S1: sending verb",
+            "s2_veto": "S2: destination",
+            "confirm_read": "Confirmation reading",
             "licence_valid_until": "Licence valid until",
             "licence_on_lapse": "When the licence lapses",
             "compiled_records_only": "Accept compiled rulebook records only",
@@ -91,6 +98,14 @@ class SettingsForm(forms.ModelForm):
             "language": "The language turns are read in; it is chosen here, never guessed from a turn.",
             "on_unread": "What happens to a turn nothing reads, after it was asked to be said again once.",
             "taint_policy": "What a write proposed after reading outside content (a page, an e-mail) gets.",
+            "grounded": "A value in a write that no turn of the person says and no tool returned is "
+            "asked about; never allowed, never refused.",
+            "s1_veto": "The person's turn asks to send something out and the call's tool does not "
+            "send: asked (confirm) or refused (refuse).",
+            "s2_veto": "The turn names a place to send to that no tool receives and the call does "
+            "not carry: asked (confirm) or refused (refuse).",
+            "confirm_read": "The call read against the turn, values as typed: a value missing or "
+            "different is shown to the person beside the call; the call is never changed.",
             "compiled_records_only": "Refuse rulebook sources (policy_input_refused); take only compiled records.",
         }
         widgets = {"licence_valid_until": forms.DateInput(attrs={"type": "date"})}

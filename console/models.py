@@ -158,9 +158,28 @@ class TaintPolicy(models.TextChoices):
     REFUSE = "refuse", "refuse: a write after outside content is refused"
 
 
+class SaidMode(models.TextChoices):
+    """The modes of S1, S2 and the confirmation reading (`router.engine.said.MODES`)."""
+
+    OFF = "off", "off: the check does not run"
+    REFUSE = "refuse", "refuse: a hard stop, the call is refused"
+    CONFIRM = "confirm", "confirm: the call waits for the person, who is shown why"
+
+
+class GroundedMode(models.TextChoices):
+    """`grounded` asks or stays silent: it never allows and never refuses."""
+
+    OFF = "off", "off: the check does not run"
+    CONFIRM = "confirm", "confirm: a value nobody said and no tool returned is asked about"
+
+
 class LicenceOnLapse(models.TextChoices):
     REFUSE_WRITES = "refuse_writes", "refuse writes, reads still run"
     REFUSE_ALL = "refuse_all", "refuse every call"
+
+
+#: The settings of the checks of what was said, in the order the guardrail checks page lists them.
+SAID_FIELDS = ("grounded", "s1_veto", "s2_veto", "confirm_read")
 
 
 class OrganisationSettings(models.Model):
@@ -173,6 +192,16 @@ class OrganisationSettings(models.Model):
     on_unread = models.CharField(max_length=8, choices=OnUnread.choices, default=OnUnread.REFUSE)
     taint_policy = models.CharField(
         max_length=8, choices=TaintPolicy.choices, default=TaintPolicy.CONFIRM
+    )
+    # The checks of what was said (the guardrail checks page): S1, S2 and the confirmation reading
+    # read the person's latest turn; `grounded` the turns and the results. Default `confirm`.
+    s1_veto = models.CharField(max_length=8, choices=SaidMode.choices, default=SaidMode.CONFIRM)
+    s2_veto = models.CharField(max_length=8, choices=SaidMode.choices, default=SaidMode.CONFIRM)
+    confirm_read = models.CharField(
+        max_length=8, choices=SaidMode.choices, default=SaidMode.CONFIRM
+    )
+    grounded = models.CharField(
+        max_length=8, choices=GroundedMode.choices, default=GroundedMode.CONFIRM
     )
     licence_valid_until = models.DateField(default=_default_licence_end)
     licence_on_lapse = models.CharField(
@@ -189,6 +218,10 @@ class OrganisationSettings(models.Model):
         help_text="How long a confirm prompt waits for a person before it expires.",
     )
     updated_at = models.DateTimeField(auto_now=True)
+
+    def said_modes(self) -> dict[str, str]:
+        """The modes of the checks of what was said, as `router.engine.said_checks(modes=...)`."""
+        return {name: getattr(self, name) for name in SAID_FIELDS}
 
     def licence_lapsed(self, today: dt.date | None = None) -> bool:
         return (today or timezone.now().date()) > self.licence_valid_until

@@ -53,6 +53,14 @@ REASONS: dict[str, tuple[str, str]] = {
         "the call would spend more than allowed",
         "a chamada gastaria mais que o permitido",
     ),
+    "cost_unknown": (
+        "what the call costs could not be known",
+        "o custo da chamada não pôde ser conhecido",
+    ),
+    "cost_exceeded": (
+        "the call would take the run's cost past its cap",
+        "a chamada levaria o custo da execução além do limite",
+    ),
     "tainted_call": (
         "it was proposed after reading outside content",
         "foi proposta depois de ler conteúdo de fora",

@@ -1,4 +1,5 @@
-"""Reads of the console's own app: the audit rows and the events an organisation's people may browse."""
+"""Reads of the console's own app: the audit rows and the events an organisation's people may browse,
+and the settings the engines read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,27 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from console.models import AuditRow, Decision, Event, Organisation
+from console.models import (
+    AuditRow,
+    Decision,
+    Event,
+    Organisation,
+    OrganisationSettings,
+)
+
+
+def said_modes(organisation_id: int) -> dict[str, str]:
+    """The modes of the checks of what was said for an organisation, as its Settings page says.
+
+    `{"grounded": "off|confirm", "s1_veto": "off|refuse|confirm", "s2_veto": ...,
+    "confirm_read": ...}`: the `modes` of `router.engine.said_checks` and the `said` setting of a
+    runtime session. An organisation whose settings were never saved has the defaults (`confirm`
+    for each), the same values a first save would store.
+    """
+    found = OrganisationSettings.objects.filter(organisation_id=organisation_id).first()
+    if found is None:
+        found = OrganisationSettings()
+    return found.said_modes()
 
 
 class FilterError(ValueError):

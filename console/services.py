@@ -22,6 +22,7 @@ from django.utils import timezone
 from console import audit
 from console.access import CAPABILITIES, Actor, require
 from console.models import (
+    SAID_FIELDS,
     SHARDS,
     ApiKey,
     Event,
@@ -37,14 +38,19 @@ SETTINGS_FIELDS = (
     "language",
     "on_unread",
     "taint_policy",
+    *SAID_FIELDS,
     "licence_valid_until",
     "licence_on_lapse",
     "compiled_records_only",
     "notify_url",
     "approval_timeout_minutes",
 )
-# Settings only an admin may change: the licence, and where alerts are sent.
-ADMIN_FIELDS = frozenset({"licence_valid_until", "licence_on_lapse", "notify_url"})
+# Settings only an admin may change: the licence, where alerts are sent, and the modes of the checks
+# of what was said (turning one off or down lets more calls through).
+ADMIN_FIELDS = frozenset({"licence_valid_until", "licence_on_lapse", "notify_url", *SAID_FIELDS})
+ADMIN_ONLY_MESSAGE = (
+    "only an admin can change the licence, the alert webhook and the checks of what was said"
+)
 API_KEY_PREFIX = "stw_"
 log = logging.getLogger(__name__)
 # One line per recorded decision, with its rule and reasons (JSON with STALWART_LOG_FORMAT=json).
@@ -123,9 +129,7 @@ def settings_update(*, actor: Actor, data: dict[str, Any]) -> OrganisationSettin
     changed = {name for name in SETTINGS_FIELDS if before[name] != after[name]}
     if changed & ADMIN_FIELDS and not actor.can("licence.write"):
         names = ", ".join(sorted(changed & ADMIN_FIELDS))
-        raise PermissionDenied(
-            f"only an admin can change the licence and the alert webhook: {names}"
-        )
+        raise PermissionDenied(f"{ADMIN_ONLY_MESSAGE}: {names}")
     if "notify_url" in changed:
         problem = webhook_url_problem(obj.notify_url)
         if problem:

@@ -66,7 +66,7 @@ def approval_request_create(
         agent=session.agent,
         tool=str(call.get("tool", "")),
         call=call,
-        origins=dict(call.get("origins") or {}),
+        origins=_origins(call, decision),
         reasons=list(decision.get("reasons", [])),
         rule=decision.get("rule") or "",
         detail=dict(decision.get("detail") or {}),
@@ -75,6 +75,18 @@ def approval_request_create(
         requested_for=requested_for[:150],
         expires_at=timezone.now() + _timeout(actor.organisation.pk),
     )
+
+
+def _origins(call: dict[str, Any], decision: dict[str, Any]) -> dict[str, str]:
+    """Each argument's origin as the runtime derived it (else as the call claimed it)."""
+    derived = (decision.get("detail") or {}).get("origins")
+    if isinstance(derived, dict) and derived:
+        return {
+            str(name): str(item.get("origin", "model"))
+            for name, item in derived.items()
+            if isinstance(item, dict)
+        }
+    return dict(call.get("origins") or {})
 
 
 def firewall_request_create(

@@ -56,7 +56,13 @@ from guard.engine.execution import (
     undo_plan,
 )
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
-from guard.services import _controls, _tool_check, session_history, session_keep
+from guard.services import (
+    _controls,
+    _tool_check,
+    session_decide,
+    session_history,
+    session_keep,
+)
 
 __all__ = [
     "ExecutionContext",
@@ -412,12 +418,8 @@ class Executor:
                 if effect is not None and effect.status == Effect.Status.DONE:
                     return self._replay(effect, arguments, secret)
 
-            decision = check.check(
-                call,
-                session=history if history is not None else session.history,
-                head=session.head,
-                context=context,
-                token=token,
+            decision = session_decide(
+                session, call, history=history, context=context, token=token
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
             counter = schema_counter(decision)

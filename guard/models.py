@@ -25,6 +25,12 @@ class GuardSession(models.Model):
     # the same save: a history cut short, emptied or swapped for another session's does not verify.
     head = models.JSONField(default=dict)
     turns = models.JSONField(default=list)
+    # What the session was opened with beyond the organisation's settings: only ever stricter
+    # (`guard.services.session_settings`).
+    settings = models.JSONField(default=dict, blank=True)
+    # Where the current run began in the history: the writes from here on are the run's, undone
+    # last first when a call of the run is refused (`guard.services.session_undo_plan`).
+    run_from = models.PositiveIntegerField(default=0)
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

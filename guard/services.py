@@ -25,8 +25,10 @@ from console.services import event_record
 from console.tracing import decision_span
 from firewall.engine.names import name_key
 from guard import engine
+from guard.engine.execution import undo_plan
 from guard.models import GuardSession
 from rulebooks import budget, compiler
+from stalwart_agents import runtime
 
 
 def session_key(organisation_id: int) -> bytes:
@@ -75,17 +77,80 @@ def _record_for(actor: Actor, rulebook: Any) -> dict | None:
 def _settings_of(obj: OrganisationSettings | None) -> dict[str, Any]:
     if obj is None:
         return {}
-    return {
+    settings = {
         "taint_policy": obj.taint_policy,
         "licence_valid_until": obj.licence_valid_until.isoformat(),
         "licence_on_lapse": obj.licence_on_lapse,
+        "language": obj.language,
     }
+    # The modes of S1, S2, the confirmation reading and the origin of values (the Settings page).
+    settings["said"] = {name: getattr(obj, name) for name in (*runtime.SAID_DEFAULT, "grounded")}
+    return settings
 
 
 def engine_settings(organisation_id: int) -> dict[str, Any]:
     return _settings_of(
         OrganisationSettings.objects.filter(organisation_id=organisation_id).first()
     )
+
+
+# What a session may say about itself when it is opened: only what makes the organisation's
+# settings stricter. Anything else (the licence, allowed addresses) is the organisation's alone.
+SESSION_SETTINGS = ("taint_policy", "said", "language", "label_trust", "checks", "token_ttl")
+_MODE_RANK = {"off": 0, "confirm": 1, "refuse": 2}
+_TRUST_RANK = {"outside": 0, "internal": 1, "trusted": 2}
+
+
+def session_settings(raw: Any) -> dict[str, Any]:
+    """A session's own settings, checked; `ValidationError` naming `settings.<field>`."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValidationError({"settings": ["a mapping of settings"]})
+    errors: dict[str, list[str]] = {}
+    for name in sorted(set(raw) - set(SESSION_SETTINGS)):
+        errors[f"settings.{name}"] = [
+            "not a setting a session may give: it is the organisation's (Settings page)"
+        ]
+    if errors:
+        raise ValidationError(errors)
+    try:
+        check_settings, _, _ = runtime.split_settings(raw)
+        engine.ToolCheck({"tools": []}, key=b"k" * 32, settings=check_settings)
+    except runtime.SettingsRefused as exc:
+        raise ValidationError({f"settings.{str(exc).split(':')[0]}": [str(exc)]}) from exc
+    except engine.GuardError as exc:
+        issues = getattr(exc, "issues", None) or []
+        raise ValidationError(
+            {f"settings.{getattr(i, 'path', '')}": [getattr(i, "message", str(i))] for i in issues}
+            or {"settings": [str(exc)]}
+        ) from exc
+    return dict(raw)
+
+
+def stricter_settings(organisation: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """The organisation's settings made stricter by a session's own (never looser)."""
+    merged = dict(organisation)
+    if own.get("taint_policy") == "refuse":
+        merged["taint_policy"] = "refuse"
+    said = dict(merged.get("said") or runtime.SAID_DEFAULT)
+    for name, mode in (own.get("said") or {}).items():
+        if _MODE_RANK.get(mode, 0) > _MODE_RANK[said.get(name, "confirm")]:
+            said[name] = mode
+    merged["said"] = said
+    if own.get("language"):
+        merged["language"] = own["language"]
+    trust = dict(merged.get("label_trust") or {})
+    for label, level in (own.get("label_trust") or {}).items():
+        if label not in trust or _TRUST_RANK[level] < _TRUST_RANK[trust[label]]:
+            trust[label] = level
+    if trust:
+        merged["label_trust"] = trust
+    if own.get("checks") is not None:
+        merged["checks"] = list(own["checks"])
+    if own.get("token_ttl"):
+        merged["token_ttl"] = min(int(own["token_ttl"]), int(merged.get("token_ttl") or 10**9))
+    return merged
 
 
 def _digest(data: Any) -> str:
@@ -101,7 +166,7 @@ def _digest(data: Any) -> str:
 # its public id, and a check whose tool check is built does not read them from the row at all.
 _CHECKS_SIZE = 256
 _DIGESTS_SIZE = 20_000
-_built: OrderedDict[tuple, engine.ToolCheck] = OrderedDict()
+_built: OrderedDict[tuple, runtime.Wiring] = OrderedDict()
 _digests: OrderedDict[str, tuple[str, str]] = OrderedDict()
 _checks_lock = threading.Lock()
 # The engine settings each organisation's last check read, to tell whether a check is built.
@@ -128,7 +193,7 @@ def _content_digests(session: GuardSession) -> tuple[str, str]:
 
 
 def _built_key(session: GuardSession, settings: dict[str, Any]) -> tuple:
-    return (session.organisation_id, *_content_digests(session), tuple(sorted(settings.items())))
+    return (session.organisation_id, *_content_digests(session), runtime.content_digest(settings))
 
 
 def _is_built(public_id: str, organisation_id: int, settings: dict[str, Any] | None) -> bool:
@@ -137,29 +202,60 @@ def _is_built(public_id: str, organisation_id: int, settings: dict[str, Any] | N
         digests = _digests.get(public_id)
         if digests is None or settings is None:
             return False
-        return (organisation_id, *digests, tuple(sorted(settings.items()))) in _built
+        return (organisation_id, *digests, runtime.content_digest(settings)) in _built
+
+
+def _wiring(session: GuardSession, *, settings: dict[str, Any] | None = None) -> runtime.Wiring:
+    """The session's engines -- the runtime's wiring -- built once per content and shared
+    (`settings`: the organisation's, already read)."""
+    if settings is None:
+        settings = engine_settings(session.organisation_id)
+    own = session.settings if "settings" not in session.get_deferred_fields() else None
+    if own:
+        settings = stricter_settings(settings, own)
+    key = _built_key(session, settings)
+    with _checks_lock:
+        found = _built.get(key)
+        if found is not None:
+            _built.move_to_end(key)
+            return found
+    catalogue_digest, rulebook_digest = _content_digests(session)
+    found = runtime.wiring(
+        session.catalogue,
+        key=session_key(session.organisation_id),
+        rulebook=session.rulebook,
+        settings=settings,
+        catalogue_digest=catalogue_digest,
+        rulebook_digest=rulebook_digest,
+    )
+    _remember(_built, key, found, _CHECKS_SIZE)
+    return found
 
 
 def _tool_check(
     session: GuardSession, *, settings: dict[str, Any] | None = None
 ) -> engine.ToolCheck:
-    """The session's tool check, built once per content and shared (`settings`: already read)."""
-    if settings is None:
-        settings = engine_settings(session.organisation_id)
-    key = _built_key(session, settings)
-    with _checks_lock:
-        check = _built.get(key)
-        if check is not None:
-            _built.move_to_end(key)
-            return check
-    check = engine.ToolCheck(
-        session.catalogue,
-        key=session_key(session.organisation_id),
-        rulebook=session.rulebook,
-        settings=settings,
+    """The session's tool check (the runtime's, with the checks of what was said)."""
+    return _wiring(session, settings=settings).check
+
+
+def session_decide(
+    session: GuardSession,
+    call: dict[str, Any],
+    *,
+    history: Any = None,
+    settings: dict[str, Any] | None = None,
+    **given: Any,
+) -> Any:
+    """Decide a call of a session through the runtime: its turns read, its origins derived."""
+    wired = _wiring(session, settings=settings)
+    return wired.decide(
+        call,
+        history=history if history is not None else session.history,
+        head=session.head,
+        turns=list(session.turns or []),
+        **given,
     )
-    _remember(_built, key, check, _CHECKS_SIZE)
-    return check
 
 
 def session_history(check: engine.ToolCheck, session: GuardSession) -> engine.History:
@@ -175,10 +271,12 @@ def session_keep(session: GuardSession, history: engine.History) -> list[str]:
 
 @transaction.atomic
 def session_create(
-    *, actor: Actor, agent: str, catalogue: Any, rulebook: Any = None
+    *, actor: Actor, agent: str, catalogue: Any, rulebook: Any = None, settings: Any = None
 ) -> GuardSession:
-    """A session for one agent of the catalogue; the catalogue and rulebook are checked first."""
+    """A session for one agent of the catalogue; the catalogue, rulebook and the session's own
+    settings (only ever stricter than the organisation's) are checked first."""
     require(actor, "guard.check")
+    own = session_settings(settings)
     if not isinstance(agent, str) or not agent:
         raise ValidationError({"agent": ["name the agent of the catalogue this session is for"]})
     try:
@@ -193,13 +291,11 @@ def session_create(
         agent=agent,
         catalogue=catalogue,
         rulebook=record,
+        settings=own,
         created_by=actor.label,
     )
     check = engine.ToolCheck(
-        catalogue,
-        key=session_key(actor.organisation.pk),
-        rulebook=record,
-        settings=engine_settings(actor.organisation.pk),
+        loaded, key=session_key(actor.organisation.pk), rulebook=record, settings=None
     )
     session_keep(session, check.new_history(str(session.public_id)))
     session.save()
@@ -212,7 +308,7 @@ def _call(session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
         "agent": session.agent,
         "arguments": data.get("arguments", {}),
     }
-    for name in ("origins", "labels", "compensation_of", "plan"):
+    for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
         if data.get(name) is not None:
             call[name] = data[name]
     return call
@@ -329,14 +425,15 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     _last_settings[actor.organisation.pk] = settings
     check = _tool_check(session, settings=settings)
     try:
-        decision = check.check(
+        decision = session_decide(
+            session,
             call,
-            session=session.history,
-            head=session.head,
+            settings=settings,
             context=data.get("context"),
             token=data.get("token"),
             checks=_checks(data.get("checks")),
             usage=data.get("usage"),
+            cost=data.get("cost"),
         )
     except engine.UnknownCheck as exc:
         raise ValidationError({"checks": [str(exc)]}) from exc
@@ -383,7 +480,9 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     check = _tool_check(session)
     try:
         history = session_history(check, session)
-        entry = check.record(history, _call(session, data), data.get("result"))
+        entry = check.record(
+            history, _call(session, data), data.get("result"), cost=data.get("cost")
+        )
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
     session.save(update_fields=[*session_keep(session, history), "updated_at"])
@@ -398,5 +497,46 @@ def session_read(*, actor: Actor, session: GuardSession, turn: str) -> dict[str,
         raise ValidationError({"turn": ["the person's turn, as text"]})
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     session.turns = [*session.turns, turn][-50:]
-    session.save(update_fields=["turns", "updated_at"])
+    # A turn of the person begins a run: a refusal from now on undoes only what runs from now on.
+    session.run_from = len((session.history or {}).get("entries", []))
+    session.save(update_fields=["turns", "run_from", "updated_at"])
     return {"turns": len(session.turns)}
+
+
+def session_undo_plan(*, actor: Actor, session: GuardSession) -> dict[str, Any]:
+    """The undo of the current run's writes, last first, for the agent's process to carry out:
+    each `compensate` step is then sent through `execute` with its `compensation_of`, so the tool
+    check verifies it as the undo of that step, and it runs once."""
+    require(actor, "guard.check")
+    session = GuardSession.objects.get(pk=session.pk)
+    check = _tool_check(session)
+    try:
+        history = session_history(check, session)
+    except engine.GuardError as exc:
+        raise ValidationError({"history": [str(exc)]}) from exc
+    entries = [entry.content for entry in history]
+    writes = [
+        index
+        for index in range(session.run_from, len(entries))
+        if entries[index].get("compensation_of") is None
+        and getattr(check.catalogue.tools.get(str(entries[index].get("tool"))), "kind", "write")
+        != "read"
+    ]
+    undone = [index for index in range(len(history)) if history.undone_by(index) is not None]
+    steps = undo_plan(check.catalogue, entries, writes, undone=undone)
+    return {
+        "steps": [
+            {
+                "index": step.index,
+                "tool": step.tool,
+                "status": step.status,
+                **(
+                    {"compensation": step.compensation, "arguments": dict(step.arguments)}
+                    if step.status == "compensate"
+                    else {}
+                ),
+                **({"missing": list(step.missing)} if step.missing else {}),
+            }
+            for step in steps
+        ]
+    }

@@ -17,12 +17,29 @@ from guard.models import ApprovalRequest
 ORIGINS = {
     "typed": "typed by the person",
     "tool": "returned by a tool",
+    "outside": "copied from outside content",
     "model": "written by the model",
 }
 
 
+def _source(item: object) -> str:
+    """Where the runtime found a value, in words: `turn 0` is the person's first turn."""
+    if not isinstance(item, dict):
+        return ""
+    where = str(item.get("from") or "")
+    if where.startswith("turn "):
+        number = where.removeprefix("turn ")
+        return f"said in turn {int(number) + 1}" if number.isdigit() else ""
+    if where.startswith("history "):
+        return f"in the result of step {where.removeprefix('history ')}"
+    if where == "claim":
+        return "as the agent's program said"
+    return ""
+
+
 def _card(request: ApprovalRequest) -> dict:
     arguments = approvals.shown_arguments(request)
+    found = (request.detail or {}).get("origins") or {}
     return {
         "request": request,
         "arguments": [
@@ -31,6 +48,7 @@ def _card(request: ApprovalRequest) -> dict:
                 "value": value,
                 "origin": request.origins.get(name, ""),
                 "origin_text": ORIGINS.get(request.origins.get(name, ""), "origin not given"),
+                "source": _source(found.get(name)),
             }
             for name, value in sorted(arguments.items())
         ],

@@ -20,7 +20,20 @@ from console.api.views import ORG_PARAM
 from router import services
 from rulebooks.models import Rulebook
 
-PLAN_FIELDS = {"turn", "catalogue", "agent", "rulebook", "language", "vocabulary", "check"}
+PLAN_FIELDS = {
+    "turn",
+    "catalogue",
+    "agent",
+    "rulebook",
+    "language",
+    "vocabulary",
+    "check",
+    # The conversation's state (router/state.py): the earlier plans, the calls that ran, and
+    # whether the last turn was asked to be said again.
+    "history",
+    "results",
+    "asked_again",
+}
 
 
 class PlanView(APIView):
@@ -28,7 +41,8 @@ class PlanView(APIView):
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
     )
     def post(self, request):  # noqa: ANN001, ANN201
-        """Read a turn into a plan: `{"turn", "catalogue", "agent", "rulebook", "language"}`."""
+        """Read a turn into a plan: `{"turn", "catalogue", "agent", "rulebook", "language"}`,
+        with the conversation's state: `history` (earlier plans), `results`, `asked_again`."""
         actor = actor_for_request(request)
         require(actor, "router.plan")
         data = request.data
@@ -51,6 +65,9 @@ class PlanView(APIView):
                 language=data.get("language"),
                 vocabulary=data.get("vocabulary"),
                 check=bool(data.get("check", True)),
+                history=data.get("history"),
+                results=data.get("results"),
+                asked_again=data.get("asked_again", False),
             )
         )
 
@@ -94,6 +111,7 @@ def try_a_turn(request: HttpRequest) -> HttpResponse:
                     rulebook=record,
                     language=posted.get("language") or None,
                     check=True,
+                    model=True,
                 )
             except ValidationError as exc:
                 context["errors"] = exc.message_dict

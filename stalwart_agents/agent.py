@@ -136,6 +136,31 @@ def _python_modules(data: Mapping[str, Any], folder: Path) -> dict[str, list]:
     return modules
 
 
+def _check_settings(agent_file: engine.AgentFile, text: str, path: Path) -> None:
+    """The file's `settings:` as the runtime reads them; `AgentFileError` naming the line."""
+    from stalwart_agents import runtime
+    from stalwart_agents.chat import key_line
+
+    settings = agent_file.other.get("settings")
+    if settings is None:
+        return
+    line = key_line(text, "settings")
+    where = f"{path.name}:{line}" if line else path.name
+    if not isinstance(settings, Mapping):
+        raise AgentFileError(f"{where}: settings: must be a mapping")
+    try:
+        check_settings, _, _ = runtime.split_settings(settings)
+        engine.ToolCheck({"tools": []}, key=b"k" * 32, settings=check_settings)
+    except runtime.SettingsRefused as exc:
+        raise AgentFileError(f"{where}: settings.{exc}") from None
+    except engine.GuardError as exc:
+        issues = getattr(exc, "issues", None) or [exc]
+        shown = "; ".join(
+            f"settings.{getattr(i, 'path', '')}: {getattr(i, 'message', i)}" for i in issues
+        )
+        raise AgentFileError(f"{where}: {shown}") from None
+
+
 class Agent:
     """An agent file read on this machine (`Agent.from_file("agent.yaml", context=...)`).
 
@@ -150,22 +175,62 @@ class Agent:
         path: Path,
         rules: Rules,
         context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+        facts: Mapping[str, Any] | None = None,
         modules: Mapping[str, list] | None = None,
         verify: bool = True,
         source: str | None = None,
         firewall: Any = None,
+        approver: Callable[[Mapping[str, Any]], bool] | None = None,
+        model: Any = None,
+        sandbox: Any = None,
     ) -> None:
+        from stalwart_agents.extras import ChatExtras
+        from stalwart_agents.models import AgentModels
+
+        # The model each agent talks to: the file's, else `model=` (see stalwart_agents.models).
+        self.models = AgentModels(file, path, model)
+        # The calculation sandbox (None: the default one; False: none) and `documents:`.
+        self.extras = ChatExtras(path=path, other=file.other, text=source, sandbox=sandbox)
         self.file = file
         self.firewall = firewall
         self.path = path
         self._rules = rules
         self.context = context
+        self._facts = self._facts_of(facts)
+        self.approver = approver
         self.modules = dict(modules or {})
         self._conversations: dict[tuple, Any] = {}
         self._source = source
+        self._key = secrets.token_bytes(32)  # signs this agent's histories and tokens here
+        self._wiring: dict[tuple, Any] = {}
+        self._routers: dict[tuple, Any] = {}
         self.report: Any = None
         if verify:
             self.report = self._verify()
+
+    def _facts_of(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The facts code gives (`Agent(..., facts=...)`) under the file's: the file wins."""
+        file_facts = dict(self.file.data.get("facts") or {})
+        if given is None:
+            return file_facts
+        if not isinstance(given, Mapping):
+            raise AgentFileError("facts: must map each fact's name to `{from, same}`")
+        merged = {**dict(given), **file_facts}
+        if merged != file_facts:
+            from rulebooks.compiler import validate_facts_spec
+
+            tools = list(self.file.catalogue.tools)
+            outside = tuple(self.file.catalogue.outside_tools)
+            problems = validate_facts_spec(merged, reads_outside=outside, tools=tools)
+            if problems:
+                shown = "; ".join(str(p) for p in problems)
+                raise AgentFileError(f"facts: {shown}")
+        return merged
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """The facts this agent reads from its tools' results (`facts:`, and `facts=` under it)."""
+        return dict(self._facts)
 
     def _input(self) -> Any:
         """agent.yaml as read (its text, once) and what it names, with the record it runs under."""
@@ -227,10 +292,16 @@ class Agent:
         path: str | Path,
         *,
         context: Any = None,
+        facts: Mapping[str, Any] | None = None,
         colang_version: str | None = None,
         verify: bool = True,
+        approver: Callable[[Mapping[str, Any]], bool] | None = None,
+        model: Any = None,
+        sandbox: Any = None,
     ) -> Agent:
-        path = Path(path)
+        """Read an agent file. Every path it names (its tools' modules, rulebook, firewall)
+        resolves against the file's own folder, wherever the program runs from."""
+        path = Path(path).expanduser().resolve()
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -244,15 +315,20 @@ class Agent:
             agent_file = engine.load_agent_yaml(text, modules=modules, filename=path.name)
         except engine.CatalogueInvalid as exc:
             raise AgentFileError("; ".join(f"{path.name}: {i}" for i in exc.issues)) from exc
+        _check_settings(agent_file, text, path)
         return cls(
             agent_file,
             path=path,
             rules=cls._compile(path, agent_file, colang_version),
             context=context,
+            facts=facts,
+            approver=approver,
             modules=modules,
             verify=verify,
             source=text,
             firewall=cls._firewall(path, agent_file, text),
+            model=model,
+            sandbox=sandbox,
         )
 
     @staticmethod
@@ -318,33 +394,96 @@ class Agent:
         names. Each user has a conversation of their own, with its own signed history and ledger.
         Returns the router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`);
         raises `SelectorUnavailableError` where the firewall cannot answer (nothing runs).
+        With `STALWART_URL` set, a conversation's first turn takes the language, `on_unread` and
+        the modes of the checks of what was said from the console's Settings
+        (`stalwart_agents.console_settings`); where the console cannot answer, that raises
+        `SelectorUnavailableError` and the turn is not taken.
         """
         from router import engine as router_engine
+        from stalwart_agents import runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
+        from stalwart_agents.console_settings import console_settings
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
         if conversation is None:
-            settings = self.file.other.get("settings") or {}
-            router = router_engine.Router(
-                self.file,
-                rulebook=self._rules.record,
-                agent=agent,
-                language=language or settings.get("language") or "en",
+            settings = dict(self.file.other.get("settings") or {})
+            # Connected to a console: its Settings, read once at this conversation's first turn.
+            console = console_settings()
+            chosen = (
+                language
+                or settings.get("language")
+                or (console.language if console else None)
+                or "en"
             )
+            if console is not None and "said" not in settings:
+                settings["said"] = dict(console.said_modes)
+            extras = self.extras.router_options()  # the documents' index brought up to date
+            router = self._routers.get((agent, chosen))
+            if router is None:  # read once per agent and language; every conversation shares it
+                router = router_engine.Router(
+                    self.file, rulebook=self._rules.record, agent=agent, language=chosen, **extras
+                )
+                self._routers[(agent, chosen)] = router
+            options = self.extras.conversation_options(self)
+            options.setdefault("model", self.models.for_router(router))
             executor = ChatExecutor(self._run_tool, user=user)
+            session = runtime.RuntimeSession(
+                self._wired({**settings, "language": chosen}),
+                agent or "",
+                session=f"{user}-{secrets.token_hex(4)}",
+                approver=self.approver,
+                context=self.context,
+                functions=self._run_tool,
+            )
             conversation = router_engine.Conversation(
                 router,
                 executor=executor,
-                key=secrets.token_bytes(32),
+                runtime=session,
                 context=self.context,
-                session=f"{user}-{secrets.token_hex(4)}",
-                gate=firewall_gate(self.firewall) if self.firewall is not None else None,
+                gate=firewall_gate(self.firewall, session) if self.firewall is not None else None,
                 gate_name="firewall",
+                organisation_on_unread=console.on_unread if console else None,
+                **options,
             )
             executor.bind(conversation)
             self._conversations[key] = conversation
         return conversation.say(text)
+
+    def session_catalogue(self) -> dict[str, Any]:
+        """The catalogue this agent's own sessions run with: the file's, with its facts."""
+        data = dict(self.file.data)
+        if self._facts:
+            data["facts"] = dict(self._facts)
+        return data
+
+    def _wired(self, settings: Mapping[str, Any]) -> Any:
+        """The runtime's wiring for this agent's catalogue, rulebook and settings (built once)."""
+        from stalwart_agents import runtime
+
+        key = runtime.content_digest(dict(settings))
+        found = self._wiring.get(key)
+        if found is None:
+            found = runtime.wiring(
+                self.session_catalogue(),
+                key=self._key,
+                rulebook=self._rules.record,
+                settings=dict(settings),
+            )
+            self._wiring[key] = found
+        return found
+
+    def session(self, agent: str, *, user: str = "", **state: Any) -> Any:
+        """A runtime session of one of this agent file's agents, in this process, with the
+        file's facts and settings (what `Agent.chat` runs on, for a host driving calls itself)."""
+        from stalwart_agents import runtime
+        from stalwart_agents.client import LocalSession
+
+        settings = dict(self.file.other.get("settings") or {})
+        state.setdefault("approver", self.approver)
+        state.setdefault("context", self.context)
+        state.setdefault("functions", self._run_tool)
+        return LocalSession(runtime.RuntimeSession(self._wired(settings), agent, **state))
 
     def _run_tool(self, tool: str) -> Callable[..., Any]:
         """The function that runs `tool`: the one of that name in the module that declared it."""

@@ -95,9 +95,9 @@ class LocalFirewall:
             raise SelectorUnavailableError(f"the firewall cannot answer: {exc}") from exc
         return self._policy
 
-    def evaluate(self, call: Mapping[str, Any]) -> Any:
-        """The firewall's `Decision` for a call at the `tool_call` stage, or
-        `SelectorUnavailableError` when the firewall cannot answer."""
+    def evaluate(self, call: Mapping[str, Any], *, destination: str | None = None) -> Any:
+        """The firewall's `Decision` for a call at the `tool_call` stage (or at `egress`, for a
+        `destination` it fetches), or `SelectorUnavailableError` when the firewall cannot answer."""
         from firewall.engine import VERDICTS
         from firewall.engine import Decision as FirewallDecision
 
@@ -105,8 +105,10 @@ class LocalFirewall:
         body = {
             "tool": call.get("tool"),
             "arguments": dict(call.get("arguments") or {}),
-            "stage": "tool_call",
+            "stage": "tool_call" if destination is None else "egress",
         }
+        if destination is not None:
+            body["destination"] = destination
         if call.get("skill") is not None:
             body["skill"] = call["skill"]
         try:
@@ -119,18 +121,42 @@ class LocalFirewall:
         return decision
 
 
-def firewall_gate(firewall: LocalFirewall) -> Callable[[Mapping[str, Any], bool], GateAnswer]:
-    """The conversation's gate: the firewall's verdict as the tool check's three answers."""
+def firewall_gate(
+    firewall: LocalFirewall, session: Any = None
+) -> Callable[[Mapping[str, Any], bool], GateAnswer]:
+    """The conversation's gate: the firewall's verdict as the tool check's three answers.
+
+    With the runtime `session`, a `cap_cost` verdict is held with the tool check's own figures
+    (the run's cost so far and this call's: past the cap it is refused, `cost_exceeded`), and
+    every address a read fetches (`fetches:`) is put to the firewall at the `egress` stage.
+    """
+
+    def answer_of(answer: Any) -> tuple[Any, tuple[str, ...], dict[str, Any], str]:
+        named = answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict)
+        detail = {"verdict": answer.verdict, "reasons": list(answer.reasons)}
+        return answer, (f"firewall: {named}",), detail, answer.rule or "firewall"
 
     def gate(call: Mapping[str, Any], confirmed: bool) -> GateAnswer:
-        answer = firewall.evaluate(call)
+        answer, reasons, detail, rule = answer_of(firewall.evaluate(call))
         record = answer.to_dict()
-        named = answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict)
-        reasons = (f"firewall: {named}",)
-        detail = {"verdict": answer.verdict, "reasons": list(answer.reasons)}
-        rule = answer.rule or "firewall"
         if answer.decision == "refuse":
             return GateAnswer(Decision(REFUSE, reasons, detail, rule), record=record)
+        if answer.verdict == "cap_cost" and session is not None:
+            over = session.wired.check.over_cost_cap(
+                call, session=session.history, head=session.head, cap=answer.cap_cost_cents
+            )
+            if over is not None:
+                return GateAnswer(over, record=record)
+        if session is not None:
+            for fetched in session.wired.check.fetched(call):
+                egress, why, more, named = answer_of(
+                    firewall.evaluate(call, destination=fetched["destination"])
+                )
+                more = {**more, "stage": "egress", "destination": fetched["destination"]}
+                if egress.decision == "refuse":
+                    return GateAnswer(Decision(REFUSE, why, more, named), record=egress.to_dict())
+                if egress.decision == "confirm" and not confirmed:
+                    return GateAnswer(Decision(CONFIRM, why, more, named), record=egress.to_dict())
         if answer.decision == "confirm" and not confirmed:
             return GateAnswer(Decision(CONFIRM, reasons, detail, rule), record=record)
         cleaned = answer.arguments if answer.verdict == "sanitize" else None

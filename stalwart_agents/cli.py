@@ -47,6 +47,9 @@ EXTRA_OF_MODULE = {
     "psycopg": "console",
     "gunicorn": "console",
     "opentelemetry": "otel",
+    "mcp": "gateway",
+    "mcp_types": "gateway",
+    "uvicorn": "gateway",
 }
 
 
@@ -213,6 +216,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_verify",
     "stalwart_agents.cli_console",
     "stalwart_agents.cli_init",
+    "stalwart_agents.cli_gateway",
 )
 
 

@@ -1,4 +1,8 @@
-"""`stalwart check`: one tool call decided by the tool check, in this process, as JSON."""
+"""`stalwart check`: one tool call decided by the runtime, in this process, as JSON.
+
+The call file holds the call (`tool`, `arguments`, `origins`, `labels`, `compensation_of`, `plan`)
+and may carry `checks`, `usage`, `token` and `cost` beside it; `--turn` gives the person's turns.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from guard import engine
     from rulebooks import compiler
+    from stalwart_agents import runtime
     from stalwart_agents.agent import Agent, AgentFileError
 
     try:
@@ -37,11 +42,23 @@ def _run(args: argparse.Namespace) -> int:
     context = read_json(args.context) if args.context else None
     if context is not None and not isinstance(context, dict):
         raise InputError(f"`{args.context}` must hold the facts: a JSON object of names")
+    settings = read_json(args.settings) if args.settings else None
+    if settings is not None and not isinstance(settings, dict):
+        raise InputError(f"`{args.settings}` must hold settings: a JSON object")
+    file_settings = dict(agent.file.other.get("settings") or {})
     key = os.environ.get("STALWART_HISTORY_KEY", "") or "stalwart-cli-" + os.urandom(16).hex()
     try:
-        check = engine.ToolCheck(agent.catalogue(), key=key, rulebook=agent.rules().record)
-    except engine.GuardError as exc:
+        # The runtime every surface runs on, with the file's own catalogue: its `facts:` are read
+        # from the history and win over --context, as the spec says.
+        wired = runtime.wiring(
+            agent.session_catalogue(),
+            key=key.encode() if isinstance(key, str) else key,
+            rulebook=agent.rules().record,
+            settings={**file_settings, **(settings or {})},
+        )
+    except (engine.GuardError, runtime.SettingsRefused) as exc:
         raise InputError(str(exc)) from exc
+    check = wired.check
     history = check.new_history("cli")
     head = None
     if args.history_head and not args.history:
@@ -62,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
                     check.record(history, done, entry.get("result"))
                 except (engine.GuardError, engine.MalformedCall) as exc:
                     raise InputError(f"`{args.history}`[{index}]: {exc}") from exc
+            head = history.head
         elif not args.history_head:
             # A signed history is only ever verified against the head it must end at: without it,
             # one cut short, emptied or taken from another session would pass as this one.
@@ -76,8 +94,27 @@ def _run(args: argparse.Namespace) -> int:
                     f"`{args.history_head}` must hold a head: `{{session, length, mac}}`"
                 )
             history = past  # verified with STALWART_HISTORY_KEY against the head, by the check
+    else:
+        head = history.head
     call.setdefault("agent", name)
-    decision = check.check(call, session=history, head=head, context=context)
+    checks = call.pop("checks", None)
+    usage = call.pop("usage", None)
+    token = call.pop("token", None)
+    cost = call.pop("cost", None)
+    try:
+        decision = wired.decide(
+            call,
+            history=history,
+            head=head,
+            turns=list(args.turn or []),
+            context=context,
+            token=token,
+            checks=checks,
+            usage=usage,
+            cost=cost,
+        )
+    except engine.UnknownCheck as exc:
+        raise InputError(f"`{args.call}`: checks: {exc}") from exc
     _write_json(decision.to_dict(), sys.stdout)
     return EXIT_OK if decision.decision != "refuse" else EXIT_FINDINGS
 
@@ -96,5 +133,20 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="the head a signed --history must end at, as a JSON object "
         "`{session, length, mac}` (a file, or `-` for stdin)",
     )
-    parser.add_argument("--context", help="the facts, as a JSON object of names")
+    parser.add_argument(
+        "--context",
+        help="the facts your code reports, as a JSON object of names (the file's `facts:`, "
+        "read from --history, win over them)",
+    )
+    parser.add_argument(
+        "--turn",
+        action="append",
+        help="a turn the person said, oldest first (repeat it): S1, S2, the confirmation "
+        "reading and the origin of values read them",
+    )
+    parser.add_argument(
+        "--settings",
+        help="settings over the file's `settings:` (taint_policy, said, label_trust, checks, ...), "
+        "as a JSON object",
+    )
     parser.set_defaults(handler=_run)

@@ -18,7 +18,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from guard import engine
 from guard.engine import execution
 from guard.engine.execution import ExecutionContext
+from stalwart_agents import runtime
 
 
 class SelectorUnavailableError(Exception):
@@ -112,14 +112,58 @@ class Client:
         return None
 
     def session(
-        self, agent: str, *, catalogue: Mapping[str, Any], rulebook: Mapping[str, Any] | None = None
+        self,
+        agent: str,
+        *,
+        catalogue: Mapping[str, Any],
+        rulebook: Mapping[str, Any] | str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        approver: Callable[[Mapping[str, Any]], bool] | None = None,
+        context: Context = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
     ) -> Session:
+        """A session of `agent`: the one runtime, in this process or behind the console.
+
+        `settings` are the tool check's (`taint_policy`, `licence_valid_until`, `label_trust`,
+        `checks`, ...) with `said` (the modes of S1, S2 and the confirmation reading) and
+        `language`; against the console they can only make the organisation's stricter.
+        `approver(request) -> bool` asks a person in this process (a `confirm` then has an
+        answer); `context` the facts for every check (a call's own `context=` adds to them);
+        `tools` the functions that run tools (for `execute` and the undo's compensations).
+        `catalogue` and `rulebook` may be sealed once (`stalwart_agents.runtime.seal`): sessions
+        opened with the same sealed object then cost a lookup, whatever the catalogue's size.
+        """
         if self.remote:
-            body = self.post(
-                "/v1/sessions", {"agent": agent, "catalogue": catalogue, "rulebook": rulebook}
+            body: dict[str, Any] = {
+                "agent": agent,
+                "catalogue": runtime.unsealed(catalogue),
+                "rulebook": runtime.unsealed(rulebook),
+            }
+            if settings:
+                body["settings"] = dict(settings)
+            answer = self.post("/v1/sessions", body)
+            return RemoteSession(self, answer["id"], agent, context=context, tools=tools)
+        if isinstance(rulebook, str):
+            from rulebooks import compiler
+
+            try:
+                rulebook = compiler.hold_rulebook(rulebook.encode("utf-8"), filename="policy.co")
+            except compiler.RulebookError as exc:
+                raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+        try:
+            opened = runtime.open_session(
+                agent,
+                catalogue=catalogue,
+                key=self._key,
+                rulebook=rulebook,
+                settings=settings,
+                approver=approver,
+                context=context,
+                tools=dict(tools or {}),
             )
-            return RemoteSession(self, body["id"], agent)
-        return LocalSession(agent, engine.ToolCheck(catalogue, key=self._key, rulebook=rulebook))
+        except (runtime.SettingsRefused, engine.GuardError) as exc:
+            raise RequestRefused(400, {"settings": [str(exc)]}) from exc
+        return LocalSession(opened)
 
     def verify_graph(
         self,
@@ -282,7 +326,21 @@ class Session:
         context: Context = None,
         token: str | None = None,
         labels: list[str] | None = None,
+        checks: Sequence[str] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        compensation_of: int | None = None,
+        plan: Mapping[str, Any] | None = None,
+        plan_token: str | None = None,
+        plan_step: int | None = None,
+        cost: float | None = None,
     ) -> Check:
+        """Decide one call. `origins` say where each value came from (the runtime derives them
+        from the turns it read; a claim can only lower them); `labels` outside content the call
+        carries; `checks` the checks switched on for it; `usage` what the host counted for it;
+        `compensation_of` the history index this call undoes; `plan` the approved plan
+        (`{id, steps}`) with its `plan_token` (and, optionally, the `plan_step` it claims to be);
+        `cost` what the call will cost, in cents, where the host knows it (the tool's own `cost:`
+        counts too; the larger is held against `cap_cost`)."""
         raise NotImplementedError
 
     def record(
@@ -292,8 +350,16 @@ class Session:
         result: Any,
         *,
         origins: Mapping[str, str] | None = None,
+        labels: list[str] | None = None,
+        cost: float | None = None,
     ) -> None:
         raise NotImplementedError
+
+    def approve(self, check: Check | str) -> str:
+        """Sign a person's yes to exactly the call `check` asked about (in this process)."""
+        raise SelectorUnavailableError(
+            "the console's approvers answer this call: wait_for_approval(check) for their token"
+        )
 
     def wait_for_approval(
         self, check: Check | str, *, timeout: float = 300.0, poll: float = 1.0
@@ -330,9 +396,12 @@ class Session:
         return thread
 
 
-def _check_body(tool, arguments, origins, labels, context, token) -> dict[str, Any]:  # noqa: ANN001
+def _check_body(tool, arguments, origins, labels, context, token, **more) -> dict[str, Any]:  # noqa: ANN001
     """What the console checks: the call, with the facts of `context` and a person's token."""
     body = _call_body(tool, arguments, origins, labels)
+    for name, value in more.items():
+        if value is not None:
+            body[name] = list(value) if name == "checks" else value
     facts = _facts(context)
     if facts is not None:
         body["context"] = dict(facts)
@@ -351,6 +420,8 @@ def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict
 
 
 Tool = Callable[[dict[str, Any], ExecutionContext], Any]
+#: The outcomes after which the run's earlier writes are undone, last first.
+UNDO_AFTER = frozenset({"REFUSED", "REJECTED", "BLOCKED", "FAILED"})
 Authorize = Callable[[dict[str, Any], ExecutionContext], bool]
 
 
@@ -417,20 +488,48 @@ def execute_here(
     return {"outcome": "SUCCEEDED", "key": key, "result": value, "duplicate": status == "replayed"}
 
 
+def _check_of(decision: Any) -> Check:
+    answer = decision.to_dict()
+    return Check(
+        answer["decision"],
+        list(answer.get("reasons", [])),
+        dict(answer.get("detail", {})),
+        answer.get("rule"),
+        answer.get("detail", {}).get("approval"),
+    )
+
+
 class LocalSession(Session):
-    def __init__(self, agent: str, check: engine.ToolCheck) -> None:
-        self.agent = agent
-        self._check = check
-        self.tenant = "local"
-        self.ledger: dict[str, Any] = {}
-        self.history = check.new_history(f"local-{uuid.uuid4()}")
-        # The head this session's history must be at, kept apart from the history itself: a
-        # history swapped for another session's, emptied or cut short is refused (history_invalid).
-        self._head = self.history.head
-        self.turns: list[str] = []
+    """A session decided in this process: a thin door onto `runtime.RuntimeSession`."""
+
+    def __init__(self, session: runtime.RuntimeSession) -> None:
+        self.runtime = session
+        self.agent = session.agent
+        self.tenant = session.tenant
+
+    # What the runtime holds, for hosts and tests that look at it.
+    @property
+    def history(self) -> engine.History:
+        return self.runtime.history
+
+    @history.setter
+    def history(self, value: engine.History) -> None:
+        self.runtime.history = value
+
+    @property
+    def _check(self) -> engine.ToolCheck:
+        return self.runtime.wired.check
+
+    @property
+    def ledger(self) -> dict[str, Any]:
+        return self.runtime.ledger
+
+    @property
+    def turns(self) -> list[str]:
+        return self.runtime.turns
 
     def read(self, turn: str) -> None:
-        self.turns.append(turn)
+        self.runtime.read(turn)
 
     def check_tool_call(
         self,
@@ -441,28 +540,82 @@ class LocalSession(Session):
         context=None,
         token=None,  # noqa: ANN001
         labels=None,
+        checks=None,
+        usage=None,
+        compensation_of=None,
+        plan=None,
+        plan_token=None,
+        plan_step=None,
+        cost=None,
     ) -> Check:
-        call = {**_call_body(tool, arguments, origins, labels), "agent": self.agent}
         try:
-            decision = self._check.check(
-                call, session=self.history, head=self._head, context=_facts(context), token=token
+            decision = self.runtime.check(
+                tool,
+                arguments,
+                origins=origins,
+                labels=labels,
+                compensation_of=compensation_of,
+                plan=plan,
+                plan_token=plan_token,
+                plan_step=plan_step,
+                context=context,
+                token=token,
+                checks=checks,
+                usage=usage,
+                cost=cost,
             )
+        except engine.UnknownCheck as exc:
+            raise RequestRefused(400, {"checks": [str(exc)]}) from exc
         except Exception as exc:  # noqa: BLE001 - the runtime could not answer: no call is made
             raise SelectorUnavailableError(f"the tool check could not answer: {exc}") from exc
-        return Check.from_dict(decision.to_dict())
+        return _check_of(decision)
 
-    def record(self, tool, arguments, result, *, origins=None) -> None:  # noqa: ANN001
-        call = {**_call_body(tool, arguments, origins, None), "agent": self.agent}
-        if not self.history.at_head(self._head):
-            raise engine.HistoryInvalid("the history does not end at the head kept for its session")
-        self._check.record(self.history, call, result)
-        self._head = self.history.head
+    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
+        self.runtime.record(tool, arguments, result, origins=origins, labels=labels, cost=cost)
+
+    def approve(self, check: Check | str) -> str:
+        ident = check.approval if isinstance(check, Check) else check
+        try:
+            return self.runtime.approve(str(ident or ""))
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from exc
+
+    def deny(self, check: Check | str) -> None:
+        self.runtime.deny(check.approval if isinstance(check, Check) else check)
+
+    def approve_plan(self, plan: Mapping[str, Any]) -> str:
+        """Sign a person's approval of a plan (`{id, steps}`) in this process: its plan token."""
+        return self.runtime.approve_plan(plan)
+
+    def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
+        """Ask the session's approver (in this process): the token on yes.
+
+        `ApprovalDenied` on no; with no approver nobody can answer here, so
+        `SelectorUnavailableError` is raised and the call is not made.
+        """
+        if isinstance(check, Mapping):
+            check = str(check.get("approval") or "")
+        ident = check.approval if isinstance(check, Check) else check
+        if not ident:
+            raise ValueError("this check asked for no approval")
+        try:
+            token = self.runtime.ask(str(ident))
+        except runtime.NoApprover as exc:
+            raise SelectorUnavailableError(
+                "nobody to put the call to in this process: give the session an approver, or set "
+                "STALWART_URL to wait for the console's approvers"
+            ) from exc
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from exc
+        if token is None:
+            raise ApprovalDenied("the call was denied")
+        return token
 
     def execute(
         self,
         tool: str,
         arguments: Mapping[str, Any],
-        function: Tool,
+        function: Tool | None = None,
         *,
         origins: Mapping[str, str] | None = None,
         labels: list[str] | None = None,
@@ -470,49 +623,63 @@ class LocalSession(Session):
         token: str | None = None,
         authorize: Authorize | None = None,
         user: str = "",
+        checks: Sequence[str] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        compensation_of: int | None = None,
+        cost: float | None = None,
     ) -> dict[str, Any]:
         """The executor in this process: check, then run once per intent (ledger in memory).
 
-        Nobody can be asked here: a `confirm` comes back as `CONFIRM` with nothing run.
+        A `confirm` comes back as `CONFIRM` with nothing run and its `approval` (answer it with
+        `wait_for_approval` or `approve`, then execute again with the token); a refusal, a block
+        or a failure undoes the run's earlier writes last first (`undone`).
         """
-        check = self.check_tool_call(
-            tool, arguments, origins=origins, context=context, token=token, labels=labels
-        )
-        if check.decision == "refuse":
-            kind = (
-                "REJECTED"
-                if any(r.startswith("argument_schema") for r in check.reasons)
-                else "REFUSED"
+        try:
+            return self.runtime.execute(
+                tool,
+                arguments,
+                function,
+                authorize=authorize,
+                user=user,
+                origins=origins,
+                labels=labels,
+                context=context,
+                token=token,
+                checks=checks,
+                usage=usage,
+                compensation_of=compensation_of,
+                cost=cost,
             )
-            return {"outcome": kind, "reasons": check.reasons, "detail": check.detail}
-        known = self._check.catalogue.tools.get(tool)
-        outcome = execute_here(
-            ledger=self.ledger,
-            entries=[entry.content for entry in self.history],
-            tool=tool,
-            arguments=arguments,
-            function=function,
-            write=known is None or known.kind != "read",
-            tenant=self.tenant,
-            session=self.history.session,
-            agent=self.agent,
-            user=user,
-            authorize=authorize,
-            confirm=check.decision == "confirm",
-        )
-        if outcome["outcome"] == "CONFIRM":
-            return {"outcome": "CONFIRM", "reasons": check.reasons, "detail": check.detail}
-        if outcome["outcome"] == "SUCCEEDED" and not outcome.pop("suppressed", False):
-            self.record(tool, arguments, outcome["result"], origins=origins)
-            outcome["reasons"] = check.reasons
-        return outcome
+        except engine.UnknownCheck as exc:
+            raise RequestRefused(400, {"checks": [str(exc)]}) from exc
+
+    def undo(self) -> list[dict[str, Any]]:
+        """Undo this run's writes now, last first (a host that cancels the run)."""
+        return self.runtime.undo_run()
 
 
 class RemoteSession(Session):
-    def __init__(self, client: Client, session_id: str, agent: str) -> None:
+    """A session the console decides and records: the same runtime, over its database."""
+
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        agent: str,
+        *,
+        context: Context = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> None:
         self.client = client
         self.id = session_id
         self.agent = agent
+        self.context = context
+        self.tools = dict(tools or {})
+
+    def _facts(self, context: Context) -> Context:
+        if self.context is None or context is None:
+            return context if context is not None else self.context
+        return {**dict(_facts(self.context) or {}), **dict(_facts(context) or {})}
 
     def read(self, turn: str) -> None:
         self.client.post(f"/v1/sessions/{self.id}/read", {"turn": turn})
@@ -526,19 +693,86 @@ class RemoteSession(Session):
         context=None,
         token=None,  # noqa: ANN001
         labels=None,
+        checks=None,
+        usage=None,
+        compensation_of=None,
+        plan=None,
+        plan_token=None,
+        plan_step=None,
+        cost=None,
     ) -> Check:
-        body = _check_body(tool, arguments, origins, labels, context, token)
+        body = _check_body(
+            tool,
+            arguments,
+            origins,
+            labels,
+            self._facts(context),
+            token,
+            checks=checks,
+            usage=usage,
+            compensation_of=compensation_of,
+            plan=plan,
+            plan_token=plan_token,
+            plan_step=plan_step,
+            cost=cost,
+        )
         return Check.from_dict(self.client.post(f"/v1/sessions/{self.id}/check", body))
 
-    def record(self, tool, arguments, result, *, origins=None) -> None:  # noqa: ANN001
-        body = {**_call_body(tool, arguments, origins, None), "result": result}
+    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
+        body = {**_call_body(tool, arguments, origins, labels), "result": result}
+        if cost is not None:
+            body["cost"] = cost
         self.client.post(f"/v1/sessions/{self.id}/record", body)
 
     def execute(
         self,
         tool: str,
         arguments: Mapping[str, Any],
-        function: Tool,
+        function: Tool | None = None,
+        **given: Any,
+    ) -> dict[str, Any]:
+        """Run a call through the console's executor (see `_execute`); a refusal, a block or a
+        failure undoes the run's earlier writes, last first (`undone`), each undo sent through
+        the executor as the undo of its step."""
+        outcome = self._execute(tool, arguments, function, **given)
+        if outcome.get("outcome") in UNDO_AFTER and given.get("compensation_of") is None:
+            undone = self.undo()
+            if undone:
+                outcome["undone"] = undone
+        return outcome
+
+    def undo(self) -> list[dict[str, Any]]:
+        """Undo the run's writes now, last first: the console plans it, this process runs it."""
+        plan = self.client.post(f"/v1/sessions/{self.id}/undo", {})
+        report: list[dict[str, Any]] = []
+        for step in plan.get("steps", []):
+            item = {k: step[k] for k in ("index", "tool", "status") if k in step}
+            if step.get("status") == "compensate":
+                item["compensation"] = step["compensation"]
+                function = self.tools.get(step["compensation"])
+                if function is None:
+                    item.update(status="failed", reasons=["no_function"])
+                else:
+                    ran = self._execute(
+                        step["compensation"],
+                        step.get("arguments") or {},
+                        function,
+                        compensation_of=step["index"],
+                    )
+                    ok = ran.get("outcome") in ("SUCCEEDED", "PARTIAL")
+                    item["status"] = "compensated" if ok else "failed"
+                    if not ok:
+                        item["reasons"] = list(ran.get("reasons") or [])
+            elif step.get("missing"):
+                item["missing"] = list(step["missing"])
+            report.append(item)
+        return report
+
+    def _execute(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Tool | None = None,
         *,
         origins: Mapping[str, str] | None = None,
         labels: list[str] | None = None,
@@ -546,6 +780,9 @@ class RemoteSession(Session):
         token: str | None = None,
         authorize: Authorize | None = None,
         user: str = "",
+        checks: Sequence[str] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        compensation_of: int | None = None,
     ) -> dict[str, Any]:
         """Run a call through the console's executor; the tool itself runs here, once per intent.
 
@@ -555,9 +792,26 @@ class RemoteSession(Session):
         with `context.key` to pass on to the system it writes to and `context.tenant` from the
         API key's organisation. What it did is reported back and recorded once.
         """
-        body = _check_body(tool, arguments, origins, labels, context, token)
+        body = _check_body(
+            tool,
+            arguments,
+            origins,
+            labels,
+            self._facts(context),
+            token,
+            checks=checks,
+            usage=usage,
+            compensation_of=compensation_of,
+        )
         if user:
             body["user"] = user
+        if function is None:
+            function = self.tools.get(tool)
+        if function is None:
+            raise ValueError(f"no function runs `{tool}`: pass one, or give the session `tools`")
+        from stalwart_agents.chat import as_tool
+
+        function = as_tool(function)
         begun = self.client.post(f"/v1/sessions/{self.id}/execute", body)
         if begun.get("outcome") != "RUN":
             return begun
@@ -570,6 +824,8 @@ class RemoteSession(Session):
             key=begun.get("key", ""),
         )
         report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key}
+        if compensation_of is not None:
+            report["compensation_of"] = compensation_of
         if authorize is not None and authorize(dict(arguments), ctx) is not True:
             report["blocked"] = "the domain refused the call"
         else:

@@ -307,8 +307,67 @@ def main(argv: list[str] | None = None) -> int:
         )
     ratio = medians[10000] / medians[10]
     print(f"ratio 10,000 / 10 entries: {ratio:.2f} ({'flat' if ratio < 1.5 else 'NOT flat'})")
+    runtime_figures(repeat, record)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def runtime_figures(repeat: int, record: dict[str, Any] | None) -> None:
+    """The runtime every door runs on: opening a session, a check through it, `Agent.chat`."""
+    from pathlib import Path
+
+    from stalwart_agents import Agent, Client
+
+    print()
+    print("the runtime (stalwart_agents.runtime), what every door runs on:")
+    from stalwart_agents.runtime import seal
+
+    plain = catalogue(200)
+    agent = next(iter(plain["agents"]))
+    data, record = seal(plain), seal(record) if record is not None else None
+    with Client(url="") as client:
+        started = time.perf_counter_ns()
+        first = client.session(agent, catalogue=data, rulebook=record)
+        cold = (time.perf_counter_ns() - started) / 1000
+        best, _ = rounds(
+            lambda: client.session(agent, catalogue=data, rulebook=record), max(50, repeat // 20)
+        )
+    opened = percentile(best, 0.99)
+    print(
+        f"open a session, 200-tool catalogue already seen (sealed): p50 {statistics.median(best):.0f} µs, "
+        f"p99 {opened:.0f} µs (first open, loading it: {cold / 1000:.1f} ms)"
+    )
+    print(f"target p99 <= 1 ms: {'met' if opened <= 1000 else 'NOT met'}")
+    tool = next(t for t in plain["tools"] if t.get("kind") == "read")
+    arguments = {name: "A1" for name in (tool.get("parameters", {}).get("properties") or {})}
+    first.read(f"show me {tool['name']} A1")
+    engine_check = first.runtime.wired.check
+    raw = engine_check.new_history("raw")
+    through, _ = rounds(
+        lambda: first.check_tool_call(tool["name"], arguments), max(100, repeat // 5)
+    )
+    plain, _ = rounds(
+        lambda: engine_check.check(
+            {"tool": tool["name"], "agent": agent, "arguments": arguments}, session=raw
+        ),
+        max(100, repeat // 5),
+    )
+    ratio = statistics.median(through) / statistics.median(plain)
+    print(
+        f"a read through the runtime (turn read, origins derived, said checks): p50 "
+        f"{statistics.median(through):.1f} µs, p99 {percentile(through, 0.99):.1f} µs; "
+        f"the engine alone p50 {statistics.median(plain):.1f} µs (ratio {ratio:.2f})"
+    )
+    shop = Agent.from_file(Path(__file__).resolve().parents[2] / "examples/shop/agent.yaml",
+                           verify=False)  # fmt: skip
+    turns = ["show me order 4411", "show me order 4412"]
+    count = max(50, repeat // 50)
+    started = time.perf_counter()
+    for index in range(count):
+        shop.chat(turns[index % 2], user=f"u-{index % 5}")
+    elapsed = time.perf_counter() - started
+    print(f"Agent.chat, a read turn end to end (router, check, executor): {count / elapsed:.0f} "
+          f"turns/s ({elapsed / count * 1000:.2f} ms a turn)")  # fmt: skip
 
 
 if __name__ == "__main__":

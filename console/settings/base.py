@@ -209,6 +209,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/v1",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # S1, S2 and the confirmation reading share one set of modes: one enum, named once.
+    "ENUM_NAME_OVERRIDES": {
+        "SaidModeEnum": "console.models.SaidMode",
+        "GroundedModeEnum": "console.models.GroundedMode",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "console.api.schema.add_error_responses",

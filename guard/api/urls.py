@@ -22,6 +22,9 @@ urlpatterns = [
         "sessions/<uuid:session_id>/read", views.SessionReadView.as_view(), name="api-session-read"
     ),
     path(
+        "sessions/<uuid:session_id>/undo", views.SessionUndoView.as_view(), name="api-session-undo"
+    ),
+    path(
         "sessions/<uuid:session_id>/execute",
         views.SessionExecuteView.as_view(),
         name="api-session-execute",

@@ -31,9 +31,21 @@ CHECK_FIELDS = {
     "usage",
     "compensation_of",
     "plan",
+    "plan_token",
+    "plan_step",
     "user",
+    "cost",
 }
-RECORD_FIELDS = {"tool", "arguments", "origins", "labels", "result", "compensation_of", "plan"}
+RECORD_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "result",
+    "compensation_of",
+    "plan",
+    "cost",
+}
 
 
 def _body(request, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN001
@@ -87,15 +99,22 @@ class SessionListView(APIView):
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}
     )
     def post(self, request):  # noqa: ANN001, ANN201
-        """Open a session: `{"agent", "catalogue", "rulebook"}` (a record, or Colang text)."""
+        """Open a session: `{"agent", "catalogue", "rulebook", "settings"}`.
+
+        `rulebook` is a record or Colang text; `settings` the session's own (`taint_policy`,
+        `said`, `language`, `label_trust`, `checks`, `token_ttl`), which can only make the
+        organisation's stricter."""
         actor = actor_for_request(request)
         require(actor, "guard.check")
-        data = _body(request, {"agent", "catalogue", "rulebook"}, ("agent", "catalogue"))
+        data = _body(
+            request, {"agent", "catalogue", "rulebook", "settings"}, ("agent", "catalogue")
+        )
         session = services.session_create(
             actor=actor,
             agent=data["agent"],
             catalogue=data["catalogue"],
             rulebook=data.get("rulebook"),
+            settings=data.get("settings"),
         )
         return Response(
             {
@@ -129,6 +148,18 @@ class SessionRecordView(APIView):
         return Response(services.session_record(actor=actor, session=session, data=data))
 
 
+class SessionUndoView(APIView):
+    @extend_schema(
+        parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        """The undo of the current run's writes, last first: `{"steps": [...]}`, each step to
+        send through `execute` with its `compensation_of` (the SDK does it on a refusal)."""
+        actor, session = _session(request, session_id)
+        _body(request, set())
+        return Response(services.session_undo_plan(actor=actor, session=session))
+
+
 class SessionReadView(APIView):
     @extend_schema(
         parameters=[ORG_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
@@ -140,7 +171,16 @@ class SessionReadView(APIView):
         return Response(services.session_read(actor=actor, session=session, turn=data["turn"]))
 
 
-EXECUTE_FIELDS = {"tool", "arguments", "origins", "labels", "context", "token", "user"}
+EXECUTE_FIELDS = {
+    "tool",
+    "arguments",
+    "origins",
+    "labels",
+    "context",
+    "token",
+    "user",
+    "compensation_of",
+}
 EFFECT_FIELDS = {
     "tool",
     "arguments",

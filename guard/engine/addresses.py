@@ -21,6 +21,11 @@ an address): dotted quads with fewer parts (`127.1`), hexadecimal and octal part
 `0177.0.0.1`), a single integer (`2130706433`, `0x7f000001`), a trailing dot, percent-encoded or
 full-width digits, IPv6 with brackets and zone ids, and IPv6 forms that carry an IPv4 address
 (IPv4-mapped `::ffff:127.0.0.1`, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo).
+An argument a read declares it fetches (`fetches: [url]`) is read more strictly still
+(`fetched_hosts`): each word of it is read as an address with or without its scheme, and with any
+number of slashes or backslashes after it, so `169.254.169.254/latest`, `http:///127.0.0.1` and
+`http:\\\\[::1]` each name the host a lenient URL parser would reach.
+
 Integer and hexadecimal spellings are read only
 where a host is expected (a URL's authority or a host argument), so an order id `4411` is never
 taken for an address. Names are not resolved (the engine does no I/O): a public name that points to
@@ -220,6 +225,56 @@ def _strings(value: object, pointer: str) -> Iterator[tuple[str, str]]:
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
+
+
+_LOOSE_SCHEME = re.compile(r"(?i)^[a-z][a-z0-9+.\-]{0,31}:")
+_WORDS = re.compile(r"[\s,;<>\"']+")
+
+
+def fetched_hosts(text: str) -> list[str]:
+    """Every host a fetched value could reach, read the way lenient URL parsers read it.
+
+    Each word is read as it is and without its scheme (`mailto:`, `http:`), its leading slashes and
+    backslashes dropped (`http:///host`, `http:\\\\host`), up to the first `/`, `?`, `#` or `\\`,
+    then as an authority (user info and port dropped, brackets read).
+    """
+    hosts: list[str] = []
+    for word in _WORDS.split(text):
+        if not word:
+            continue
+        for candidate in dict.fromkeys((word, _LOOSE_SCHEME.sub("", word, count=1))):
+            rest = candidate.lstrip("/\\")
+            if rest.startswith("["):
+                end = rest.find("]")
+                authority = (
+                    rest
+                    if end == -1
+                    else rest[: end + 1] + re.split(r"[/?#\\]", rest[end + 1 :], maxsplit=1)[0]
+                )
+            else:
+                authority = re.split(r"[/?#\\]", rest, maxsplit=1)[0]
+            for host in _hosts_in_authority(authority):
+                if host not in hosts:
+                    hosts.append(host)
+    return hosts
+
+
+def find_fetched(arguments: dict[str, object], fetches: Iterable[str]) -> list[Found]:
+    """The hosts each fetched argument could reach, each with its JSON pointer (form `fetch`)."""
+    found: list[Found] = []
+    for name in fetches:
+        if name not in arguments:
+            continue
+        for pointer, text in _strings(arguments[name], "/" + _escape(name)):
+            found.extend(Found(pointer, host, "fetch") for host in fetched_hosts(text))
+    return found
+
+
+def in_arguments(pointer: str, names: Iterable[str]) -> bool:
+    """Whether a JSON pointer lies in one of the named top-level arguments."""
+    return any(
+        pointer == (top := "/" + _escape(name)) or pointer.startswith(top + "/") for name in names
+    )
 
 
 def find_destinations(

@@ -1,8 +1,8 @@
 """Reading an agent.yaml's text into a catalogue (the engine gets the text, never the file).
 
 The sections the tool check reads are `agents`, `tools`, `facts` and `tool_kinds`; the sections
-other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, ...) are kept as they
-are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
+other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, `models`, `documents`
+-- which the SDK checks and indexes --, ...) are kept as they are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
 beside agent.yaml (the rulebook, and the firewall policy JSON `Agent.chat` evaluates calls with):
 each must be a non-empty path, and what the file holds is read by the SDK, which names this key
 and its line when the file is missing or invalid.
@@ -36,11 +36,13 @@ OTHER_SECTIONS = frozenset(
         "firewall",
         "settings",
         "replies",
+        "documents",
         "vocabulary",
         "budget",
         "language",
         "name",
         "description",
+        "models",
     }
 )
 

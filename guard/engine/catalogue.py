@@ -11,7 +11,7 @@ A catalogue is a mapping (JSON, or what `agent_yaml.load_agent_yaml` makes of an
                 "compensation": {"tool": "refund_card", "bind": {"amount": "arguments.amount"}},
                 "irreversible": false, "idempotent": false, "checks": [...],
                 "reads_outside": ["email"], "requires_trust": "internal", "withdrawn": false,
-                "secret": ["card_number"]}],
+                "secret": ["card_number"], "fetches": ["url"], "cost": 5}],
      "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}}}
 
 Order rules (`after`, `not_after`) name a tool, or `{tool, bind}` where `bind` maps an argument of
@@ -20,6 +20,10 @@ meaning `result.<field>`, see `refs`): `after: [{tool: get_order, bind: {order_i
 holds only once a `get_order` ran whose result's `order_id` equals this call's `order_id`. `at_most:
 N` allows N calls of the tool in the session. A compensation names the undo tool and binds each of
 the undo's arguments to a source in the call it undoes.
+
+An argument's schema may carry `"free_text": true` (the model is expected to write it); a read may
+list `fetches` (the arguments that are addresses it fetches); `cost` is what one call costs the run,
+in cents, or `{argument: <name>}`. `marks.py` says how each is read and what it changes.
 
 Loading collects every issue at once, each naming its path (`tools[2].parameters: ...`), and raises
 `CatalogueInvalid`; nothing half-loaded is returned.
@@ -37,9 +41,10 @@ from jsonschema.exceptions import SchemaError
 
 from .errors import CatalogueInvalid, Issue
 from .kinds import KINDS, is_write, parse_tool_kinds, resolve_kind
+from .marks import Cost, free_text_arguments, parse_cost, parse_fetches
 from .patterns import pattern_issues
 from .refs import parse_source
-from .schema import ArgumentSchema, compile_parameters
+from .schema import ArgumentSchema, compile_parameters, declared_names
 from .taint import TRUST_LEVELS
 from .tool_checks import CheckItem, parse_checks
 
@@ -67,6 +72,8 @@ TOOL_KEYS = frozenset(
         "withdrawn",
         "secret",
         "undo",
+        "fetches",
+        "cost",
     }
 )
 
@@ -134,6 +141,14 @@ class Tool:
     secret: frozenset[str] = frozenset()
     # `undo: none`: the team says a failed run may leave this write done (no undo is asked for).
     undo_none: bool = False
+    # The arguments the model is expected to write (`"free_text": true` on the argument's schema):
+    # value origin (`argument_origin`) does not ask about them.
+    free_text: frozenset[str] = frozenset()
+    # The arguments a read fetches (`fetches: [url]`): step 4 lets their destinations through while
+    # the address check is on, and the address check reads them as hosts.
+    fetches: tuple[str, ...] = ()
+    # What one call costs the run, in cents (`cost: 5` or `cost: {argument: price}`).
+    cost: Cost | None = None
 
     @property
     def is_write(self) -> bool:
@@ -354,8 +369,8 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
     irreversible = _bool(raw, "irreversible", where, issues)
     idempotent = _bool(raw, "idempotent", where, issues)
     withdrawn = _bool(raw, "withdrawn", where, issues)
-    if arguments is None:
-        return None
+    cost, found = parse_cost(raw.get("cost"), where, parameters)
+    issues.extend(found)
     kind = resolve_kind(
         name,
         file_kinds=file_kinds,
@@ -364,6 +379,15 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         description=description,
         argument_names=parameters,
     )
+    fetches, found = parse_fetches(raw.get("fetches"), where, kind, parameters)
+    issues.extend(found)
+    if arguments is None:
+        return None
+    raw_parameters = raw.get("parameters")
+    free_text, found = free_text_arguments(
+        raw_parameters, declared_names(raw_parameters), where, fetches
+    )
+    issues.extend(found)
     uninferred = resolve_kind(name, file_kinds=file_kinds, mark=mark, infer=False)
     return Tool(
         name=name,
@@ -385,6 +409,9 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         requires_trust=requires_trust,
         withdrawn=withdrawn,
         secret=frozenset(secret),
+        free_text=free_text,
+        fetches=fetches,
+        cost=cost,
     )
 
 

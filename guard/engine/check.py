@@ -8,15 +8,18 @@ Order (the first that applies decides; see `checks.REGISTRY` for the switchable 
      1 allowed tools            unknown_tool, agent_required, licence_lapsed
      2 session record           history_invalid
      3 arguments                argument_schema (detail `pointer`, e.g. `/note`)
-     4 destinations             undeclared_destination (tools not declared `sends_out`)
+     4 destinations             undeclared_destination (tools not declared `sends_out`; a read's
+                                `fetches` arguments pass while the address check is on)
      5 order                    order_rule (rule `after get_order`, `not_after ...`, `at_most N`)
      6 undo                     compensation_spent, compensation_mismatch
      7 the tool's own checks    condition_failed, condition_unknown, usage_unknown, limit_reached,
-                                spend_unknown, spend_exceeded (never on a verified undo)
+                                spend_unknown, spend_exceeded, cost_unknown, cost_exceeded
+                                (never on a verified undo)
      8 the rulebook's gate      the gate's own reasons and detail (e.g. reasons ["refuse"], flow)
      9 outside content          tainted_call, where `taint_policy` is `refuse`
     10 confirmation             confirmed (allow), or token_invalid / token_mismatch / token_expired
-    11 a person is needed       gate reasons or gate_clarify, argument_origin: <arg>, tainted_call,
+    11 a person is needed       gate reasons or gate_clarify, argument_origin: <arg> (never for a
+                                `free_text` argument), tainted_call,
                                 irreversible_pivot, schema_partial; a write with none of them: write
     12 a verified undo          compensation (allow)
     13 anything else            allow
@@ -46,7 +49,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from .addresses import classify_host, find_destinations
+from .addresses import classify_host, find_destinations, find_fetched, in_arguments
 from .call import Call, MalformedCall, read_call
 from .canonical import NotJSON
 from .catalogue import Binding, Catalogue, OrderRule, Tool, load_catalogue
@@ -55,7 +58,8 @@ from .decision import ALLOW, CONFIRM, REFUSE, Decision
 from .errors import GuardError, HistoryInvalid
 from .history import Entry, History
 from .keys import Keys
-from .kinds import SENDS_OUT, is_write
+from .kinds import READ, SENDS_OUT, is_write
+from .marks import MISSING_COST, as_number, cents, declared_cost, is_amount
 from .post_checks import PostCheck, stricter_only
 from .refs import MISSING, resolve, value_key
 from .schema import validate_arguments
@@ -70,7 +74,7 @@ from .tokens import (
     plan_payload,
     sign,
 )
-from .tool_checks import evaluate
+from .tool_checks import RunCost, cap_failure, evaluate
 
 SECRET = "[secret]"
 
@@ -181,10 +185,27 @@ class ToolCheck:
         """
         return History.from_json(data, key=self._keys.history, head=head)
 
-    def record(self, history: History, call: Mapping[str, Any], result: Any, **extra: Any) -> Entry:
-        """Append a call that ran to the history (for the executor), with labels and plan step."""
+    def record(
+        self,
+        history: History,
+        call: Mapping[str, Any],
+        result: Any,
+        *,
+        cost: Any = None,
+        **extra: Any,
+    ) -> Entry:
+        """Append a call that ran to the history (for the executor), with labels and plan step.
+
+        The entry carries the call's `cost` in cents: the larger of what the host reports here
+        (`cost=`, what the call cost) and what the tool's `cost:` declares; nothing where neither
+        says. The run's cost (`History.cost`) adds these up.
+        """
         parsed = read_call(call)
         tool = self.catalogue.tools.get(parsed.tool)
+        if "cost" in extra:
+            cost = extra.pop("cost") if cost is None else cost
+        if cost is not None and not is_amount(cost):
+            raise GuardError("`cost` must be a number of cents, 0 or more")
         labels = set(parsed.labels) | set(tool.reads_outside if tool else ())
         content: dict[str, Any] = {
             "tool": parsed.tool,
@@ -206,7 +227,67 @@ class ToolCheck:
                 "step": history.plan_progress(parsed.plan["id"]),
             }
         content.update(extra)
+        declared = declared_cost(tool.cost, parsed.arguments) if tool is not None else None
+        if tool is not None and tool.cost is None:
+            declared = None
+        figures = [
+            value for value in (declared, cost) if value is not None and value is not MISSING_COST
+        ]
+        if figures:
+            content["cost"] = as_number(max(cents(value) for value in figures))
         return history.append(content)
+
+    def run_cost(self, session: History) -> int | float:
+        """The run's cost so far, in cents: the sum of the costs its verified history carries."""
+        return as_number(self._history(session, None).cost)
+
+    def call_cost(self, call: Mapping[str, Any], *, cost: Any = None) -> Any:
+        """What a call would cost the run, in cents (a decimal): the larger of the tool's `cost:`
+        and the host's `cost`; `MISSING_COST` where the tool prices it by an argument it lacks."""
+        parsed = read_call(call)
+        tool = self.catalogue.tools.get(parsed.tool)
+        declared = declared_cost(tool.cost if tool else None, parsed.arguments)
+        if cost is None:
+            return declared
+        if not is_amount(cost):
+            raise GuardError("`cost` must be a number of cents, 0 or more")
+        reported = cents(cost)
+        return reported if declared is MISSING_COST else max(declared, reported)
+
+    def over_cost_cap(
+        self,
+        call: Mapping[str, Any],
+        *,
+        session: History | Mapping[str, Any],
+        cap: Any,
+        head: Mapping[str, Any] | None = None,
+        cost: Any = None,
+        source: str = "firewall",
+    ) -> Decision | None:
+        """The refusal of a call that would take the run's cost past `cap` cents, or None.
+
+        This is how a cap given outside the catalogue is held with the tool check's own figures:
+        the firewall's `cap_cost` verdict (`Decision.cap_cost_cents`) is given here as `cap`, and a
+        call with spent + this call > cap is refused `cost_exceeded` (detail `spent`, `this_call`,
+        `cap`, `source`); == cap runs. A history that does not verify refuses `history_invalid`.
+        """
+        if not is_amount(cap):
+            raise GuardError("`cap` must be a number of cents, 0 or more")
+        try:
+            history = self._history(session, head)
+        except HistoryInvalid as error:
+            return _refuse(
+                "history_invalid", 2, "session_record", index=error.index, problem=error.problem
+            )
+        try:
+            this_call = self.call_cost(call, cost=cost)
+        except MalformedCall as error:
+            return _refuse("malformed_call", None, None, problem=str(error))
+        failure = cap_failure(history.cost, this_call, cents(cap))
+        if failure is None:
+            return None
+        reason, detail = failure
+        return _refuse(reason, None, source, rule=f"cap_cost {cap}", **detail)
 
     def issue_token(
         self,
@@ -285,11 +366,16 @@ class ToolCheck:
         head: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
         token: str | None = None,
+        cost: Any = None,
         checks: Collection[str] | None = None,
         now: Any = None,
         usage: Mapping[str, Any] | None = None,
+        turns: Sequence[str] | None = None,
     ) -> Decision:
         """Decide one call: `allow`, `confirm` or `refuse`, with reasons and detail.
+
+        `cost` is what the host says this call costs the run, in cents (the tool's declared
+        `cost:` counts where larger), read by a `cap_cost` check.
 
         `session` is the session's `History` (kept by the caller: O(1) per call) or its JSON
         (verified here, O(n)); `head` the point it must end at (`History.head`, kept per session
@@ -298,7 +384,9 @@ class ToolCheck:
         called now);
         `token` a confirmation token; `checks` the checks switched on for this call (default: the
         settings' list, or all); `now` a datetime or epoch seconds; `usage` what the host counted
-        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`.
+        for this tool, `{"count": {"day": 3}, "spend": {"day": 120.0}}`; `turns` the person's turns,
+        handed to the post-checks (the checks of what was said) that read them, when the host keeps
+        them per session rather than in the post-check.
         """
         on = self._default_on if checks is None else switched_on(checks)
         epoch = _epoch(now)
@@ -307,6 +395,11 @@ class ToolCheck:
         except MalformedCall as error:
             field, _, problem = str(error).partition(": ")
             return _refuse("malformed_call", None, None, rule=None, field=field, problem=problem)
+        if cost is not None and not is_amount(cost):
+            return _refuse(
+                "malformed_call", None, None, rule=None, field="cost",
+                problem="must be a number of cents, 0 or more",
+            )  # fmt: skip
         history: History | None = None
         problem: HistoryInvalid | None = None
         try:
@@ -314,7 +407,9 @@ class ToolCheck:
         except HistoryInvalid as error:
             problem = error
         try:
-            decision = self._decide(parsed, history, problem, context, token, on, epoch, usage)
+            decision = self._decide(
+                parsed, history, problem, context, token, on, epoch, usage, cost
+            )
         except _Refused as refused:
             decision = refused.decision
         except Exception as error:  # noqa: BLE001 - fail closed: a check that cannot answer refuses
@@ -325,7 +420,12 @@ class ToolCheck:
             if post.name not in on:
                 continue
             try:
-                proposed = post.run(parsed, decision, session=history, context=context)
+                if turns is None:
+                    proposed = post.run(parsed, decision, session=history, context=context)
+                else:
+                    proposed = post.run(
+                        parsed, decision, session=history, context=context, turns=turns
+                    )
             except Exception as error:  # noqa: BLE001 - a broken post-check fails closed
                 proposed = _refuse("post_check_error", None, post.name, error=type(error).__name__)
             decision = stricter_only(decision, proposed, post.name)
@@ -341,6 +441,7 @@ class ToolCheck:
         on: frozenset[str],
         epoch: float,
         usage: Mapping[str, Any] | None,
+        cost: Any = None,
     ) -> Decision:
         catalogue = self.catalogue
         tool = catalogue.tools.get(call.tool)
@@ -358,6 +459,8 @@ class ToolCheck:
                 arguments, tool.arguments.host_arguments if tool else frozenset()
             )
             self._address(found, tool)
+            if tool is not None and tool.fetches:
+                self._address(find_fetched(arguments, tool.fetches), tool)
         if "plan_step" in on and call.plan is not None and history is not None:
             self._plan(call, history, epoch)
         # tier, labels and payment_limit are present but not yet active: every call passes them.
@@ -414,6 +517,9 @@ class ToolCheck:
         if "destinations" in on and kind != SENDS_OUT:
             if found is None:
                 found = find_destinations(arguments, tool.arguments.host_arguments)
+            if tool.fetches and kind == READ and "address" in on:
+                # A read's fetched addresses pass here: the address check above held them.
+                found = [item for item in found if not in_arguments(item.pointer, tool.fetches)]
             if found:
                 first = found[0]
                 return _refuse(
@@ -437,7 +543,14 @@ class ToolCheck:
 
         # 7: the tool's own checks (never on an undo).
         if "your_rules" in on and tool.checks and not verified_undo:
-            failure = evaluate(tool.checks, arguments, history, usage)
+            failure = evaluate(
+                tool.checks,
+                arguments,
+                history,
+                usage,
+                tool=tool.name,
+                cost=self._run_cost(tool, call, history, cost),
+            )
             if failure is not None:
                 reason, detail = failure
                 rule = detail.pop("rule")
@@ -501,7 +614,7 @@ class ToolCheck:
             if "grounded" in on:
                 bound = self._bound_arguments(call, history) if verified_undo else frozenset()
                 for name in unvouched_arguments(arguments, call.origins):
-                    if name not in bound:
+                    if name not in bound and name not in tool.free_text:
                         reasons.append(f"argument_origin: {name}")
             if tainting:
                 reasons.append("tainted_call")
@@ -527,6 +640,8 @@ class ToolCheck:
         if gate_allow:
             rule = _gate_rule(gate_detail) if gate_detail else None
             return Decision(ALLOW, ("allow",), {"step": 13, "gate": gate_detail}, rule)
+        if tool.fetches and kind == READ:
+            return Decision(ALLOW, ("allow",), {"step": 13, "fetches": self.fetched(call)}, None)
         return Decision(ALLOW, ("allow",), {"step": 13}, None)
 
     # -- steps that need more than a few lines -------------------------------------------------
@@ -552,6 +667,31 @@ class ToolCheck:
                         host=_shown(tool, item.pointer, item.host),
                     )
                 )
+
+    def _run_cost(self, tool: Tool, call: Call, history: History, cost: Any) -> RunCost | None:
+        """The figures a `cap_cost` check reads, computed only for a tool that has one."""
+        if not any(item.form == "cap_cost" for item in tool.checks):
+            return None
+        this_call = declared_cost(tool.cost, call.arguments)
+        if cost is not None:
+            reported = cents(cost)
+            this_call = reported if this_call is MISSING_COST else max(this_call, reported)
+        argument = tool.cost.argument if tool.cost is not None else None
+        return RunCost(history.cost, this_call, argument)
+
+    def fetched(self, call: Mapping[str, Any] | Call) -> list[dict[str, str]]:
+        """What a read fetches: `{pointer, destination}` for each text in its `fetches` arguments,
+        for the firewall's egress rules (a call at stage `egress` with that `destination`)."""
+        parsed = call if isinstance(call, Call) else read_call(call)
+        tool = self.catalogue.tools.get(parsed.tool)
+        if tool is None or not tool.fetches:
+            return []
+        out = []
+        for name in tool.fetches:
+            if name in parsed.arguments:
+                for pointer, text in _texts(parsed.arguments[name], "/" + _escape(name)):
+                    out.append({"pointer": pointer, "destination": text})
+        return out
 
     def _plan(self, call: Call, history: History, epoch: float) -> None:
         plan = call.plan
@@ -706,13 +846,33 @@ class ToolCheck:
 
     def _shown_arguments(self, tool: Tool, call: Call) -> dict[str, Any]:
         """Each argument and where its value came from, as the person sees them (secrets hidden)."""
-        return {
+        shown = {
             name: {
                 "value": SECRET if name in tool.secret else value,
                 "origin": call.origins.get(name, "model"),
             }
             for name, value in call.arguments.items()
         }
+        for name in tool.free_text:
+            if name in shown:
+                shown[name]["free_text"] = True
+        return shown
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _texts(value: Any, pointer: str):
+    """Each text inside a JSON value, with its pointer."""
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _texts(item, f"{pointer}/{_escape(str(key))}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _texts(item, f"{pointer}/{index}")
 
 
 def _gate_rule(detail: Mapping[str, Any]) -> str | None:

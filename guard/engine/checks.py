@@ -308,6 +308,8 @@ REGISTRY: tuple[CheckInfo, ...] = (
             "limit_reached",
             "spend_unknown",
             "spend_exceeded",
+            "cost_unknown",
+            "cost_exceeded",
             "gate_clarify",
         ),
     ),

@@ -12,7 +12,8 @@ Compiled keywords: `type` (one or a list), `properties`, `required`, `additional
 `unevaluatedProperties: false` (only where no sibling keyword can evaluate properties), `enum`,
 `const`, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
 `pattern` (on RE2, as the slow path matches it too), `items` (one schema), `minItems`, `maxItems`,
-and the annotations `title`, `description`, `default`, `examples`, `$schema`, `$comment`. Anything
+and the annotations `title`, `description`, `default`, `examples`, `$schema`, `$comment`,
+`free_text`. Anything
 else (`format`, `$ref`, `allOf`, `patternProperties`, ...) makes `compile_fast` return None: that schema is always left to
 `jsonschema`. Equality for `enum` / `const` follows JSON Schema (1 equals 1.0, true never equals 1).
 """
@@ -29,7 +30,10 @@ from .patterns import compiled
 
 Validator = Callable[[Any], bool]
 
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$comment"})
+# `free_text` is the catalogue's own annotation on an argument (`marks.py`): JSON Schema ignores it.
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$schema", "$comment", "free_text"}
+)
 _KEYWORDS = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "unevaluatedProperties", "enum",

@@ -25,7 +25,10 @@ first use and kept up to date on each entry); a `ToolCheck` may be shared.
 
 An entry's content is what the executor recorded: `tool`, `arguments`, `result`, and optionally
 `agent`, `origins`, `labels` (of outside content it read), `compensation_of` (the index of the entry
-it undoes), `plan` (`{"id", "step"}` of an approved plan), and any other JSON the executor keeps.
+it undoes), `plan` (`{"id", "step"}` of an approved plan), `cost` (what the call cost the run, in
+cents: a number, 0 or more), and any other JSON the executor keeps. The run's cost (`History.cost`)
+is the sum of its entries' costs, every call that ran counted, an undone one too (what it cost was
+spent), kept as a running total.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ import hmac
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .canonical import NotJSON, canonical_json
 from .errors import HistoryInvalid
+from .marks import cents, is_amount
 from .refs import MISSING, resolve, value_key
 
 FORMAT = "stalwart-history/1"
@@ -84,6 +89,8 @@ def _content_problem(content: Any) -> str | None:
     plan = content.get("plan")
     if plan is not None and (not isinstance(plan, Mapping) or not isinstance(plan.get("id"), str)):
         return "`plan` is not `{id, step}`"
+    if "cost" in content and not is_amount(content["cost"]):
+        return "`cost` is not a number of cents, 0 or more"
     return None
 
 
@@ -104,6 +111,8 @@ class History:
         self._plans: dict[str, int] = {}
         self._value_index: dict[tuple[str, tuple[str, ...]], dict[tuple[str, Any], list[int]]] = {}
         self._indexed: dict[str, list[tuple[str, ...]]] = {}
+        self._cost = Decimal(0)
+        self._totals: dict[tuple[str, tuple[str, ...]], Decimal] = {}
 
     # -- signing -------------------------------------------------------------------------------
 
@@ -222,6 +231,11 @@ class History:
             value = resolve(content, path)
             if value is not MISSING:
                 self._value_index[(tool, path)].setdefault(value_key(value), []).append(entry.index)
+        if "cost" in content:
+            self._cost += cents(content["cost"])
+        for key in self._totals:
+            if key[0] == tool:
+                self._totals[key] += _amount(resolve(content, key[1]))
 
     def _values(self, tool: str, path: tuple[str, ...]) -> dict[tuple[str, Any], list[int]]:
         """The calls of `tool` by the value at `path`, built on first use and kept up to date."""
@@ -285,6 +299,27 @@ class History:
         """The indexes of the calls of `tool` that recorded `value` at `path` (`result.id`)."""
         return self._values(tool, path).get(value_key(value), [])
 
+    @property
+    def cost(self) -> Decimal:
+        """The run's cost so far, in cents: the sum of every entry's `cost`; O(1)."""
+        return self._cost
+
+    def total(self, tool: str, path: tuple[str, ...]) -> Decimal:
+        """The sum of the numbers recorded at `path` (`("arguments", "amount")`) over the calls of
+        `tool`, built on first use and kept up to date; a value that is not a number counts 0."""
+        key = (tool, path)
+        found = self._totals.get(key)
+        if found is None:
+            found = sum(
+                (
+                    _amount(resolve(self._entries[position].content, path))
+                    for position in self._by_tool.get(tool, ())
+                ),
+                Decimal(0),
+            )
+            self._totals[key] = found
+        return found
+
     def undone_by(self, index: int) -> int | None:
         """The index of the entry that undid entry `index`, if one did."""
         return self._undone.get(index)
@@ -292,3 +327,9 @@ class History:
     def plan_progress(self, plan_id: str) -> int:
         """How many steps of the approved plan `plan_id` ran."""
         return self._plans.get(plan_id, 0)
+
+
+def _amount(value: Any) -> Decimal:
+    """A recorded amount as a decimal; anything that is not a number, 0 or more, counts 0 (a
+    negative amount never makes room under a cap)."""
+    return cents(value) if is_amount(value) else Decimal(0)

@@ -126,6 +126,11 @@ def _declared_names(node: Any, root: Any, depth: int = 0) -> dict[str, Any]:
     return names
 
 
+def declared_names(schema: Any) -> dict[str, Any]:
+    """The top-level arguments a tool's `parameters` declares, each with its own schema."""
+    return _declared_names(schema, schema)
+
+
 def _constrains(schema: Any) -> bool:
     if schema is False:
         return True

@@ -10,11 +10,25 @@ Each item of a tool's `checks:` list is one of:
   the field is true, a non-zero number, or a non-empty text, list or mapping;
 - a period limit: `{at_most: {count: 3, per: day}}`, against the number of calls the host counted;
 - a spend limit: `{spend: {argument: amount, at_most: 500, per: day}}`, against what the host
-  counted.
+  counted; with `per: run`, against the sum of that argument over this tool's calls in the run's
+  verified history (nothing for the host to count);
+- a run-cost cap: `{cap_cost: 500}`, in cents: the run's cost so far (the `cost` every entry of the
+  verified history carries) plus this call's cost (the tool's `cost:`, or what the host reports,
+  the larger) must not pass 500.
 
 What the host counted comes as `usage={"count": {"day": 3}, "spend": {"day": 120.0}}` for the tool
 being checked. Anything that cannot be known fails closed: a missing argument, result or field
-(`condition_unknown`), a missing count (`usage_unknown`), a missing spend (`spend_unknown`).
+(`condition_unknown`), a missing count (`usage_unknown`), a missing spend (`spend_unknown`), a cost
+declared by an argument the call lacks (`cost_unknown`).
+
+Caps hold "at most": spent + this call == cap runs, spent + this call > cap is refused
+(`spend_exceeded`, `cost_exceeded`), the detail giving `spent`, `this_call` and `cap`. Amounts are
+added as decimals, as written, so `0.1 + 0.2` is exactly `0.3`.
+
+Not to be confused with the firewall's `cap_cost` *verdict* (a firewall rule's `cap_cost_cents`):
+that is a rule of the firewall policy, matched on the call, whose cap the runtime holds with the same
+figures through `ToolCheck.over_cost_cap`; this `cap_cost` is a check the catalogue gives a tool.
+Both cap the same thing, the run's cost in cents.
 """
 
 from __future__ import annotations
@@ -22,19 +36,48 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 from .errors import Issue
+from .marks import MISSING_COST, as_number, cents, is_amount
 from .refs import MISSING, parse_tool_reference, resolve, value_key
 
 PERIODS = ("minute", "hour", "day", "week", "month")
+# A spend may also be counted over the run (the verified history), with nothing for the host to count.
+RUN = "run"
+SPEND_PERIODS = (*PERIODS, RUN)
 COMPARATORS = ("at_most", "at_least", "equals", "one_of")
+# Every form a tool's check can take, as `CheckItem.form` names it (the README's table).
+FORMS = ("condition", "require", "limit", "spend", "cap_cost")
+# Every reason a tool's own checks refuse with.
+REASONS = (
+    "condition_failed",
+    "condition_unknown",
+    "usage_unknown",
+    "limit_reached",
+    "spend_unknown",
+    "spend_exceeded",
+    "cost_unknown",
+    "cost_exceeded",
+)
 
 
 class ResultLookup(Protocol):
     def latest(
         self, tool: str, same: tuple[str, Any] | None = None
     ) -> Mapping[str, Any] | None: ...
+
+    def total(self, tool: str, path: tuple[str, ...]) -> Decimal: ...
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """The run's cost so far and this call's cost, in cents (`MISSING_COST` where unknown)."""
+
+    spent: Decimal
+    this_call: Any
+    argument: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +94,7 @@ class ValueFrom:
 class CheckItem:
     """One parsed item of a tool's `checks`."""
 
-    form: str  # condition, require, limit, spend
+    form: str  # condition, require, limit, spend, cap_cost
     argument: str | None = None
     comparator: str | None = None
     value: Any = None  # a literal, a tuple of literals for one_of, or a ValueFrom
@@ -107,6 +150,15 @@ def parse_checks(
 
 
 def _parse_item(entry: Mapping[str, Any], where: str, tools, parameters):
+    if "cap_cost" in entry:
+        cap = entry["cap_cost"]
+        if set(entry) != {"cap_cost"}:
+            return None, [Issue(where, "`cap_cost` stands alone in its check")]
+        if not is_amount(cap):
+            return None, [Issue(f"{where}.cap_cost", "must be a number of cents, 0 or more")]
+        return CheckItem(
+            "cap_cost", comparator="at_most", value=cents(cap), describe=f"cap_cost {cap}"
+        ), []
     if "spend" in entry:
         return _parse_spend(entry, where, parameters)
     if "require" in entry:
@@ -120,7 +172,10 @@ def _parse_item(entry: Mapping[str, Any], where: str, tools, parameters):
         limit = entry.get("at_most")
         if set(entry) != {"at_most"} or not isinstance(limit, Mapping):
             return None, [
-                Issue(where, "must be a condition on an argument, a limit, a spend or a require")
+                Issue(
+                    where,
+                    "must be a condition on an argument, a limit, a spend, a cap_cost or a require",
+                )
             ]
         return _parse_limit(limit, f"{where}.at_most")
     argument = entry["argument"]
@@ -186,9 +241,9 @@ def _parse_spend(entry: Mapping[str, Any], where: str, parameters):
         )
     if not _number(limit) or limit < 0:
         issues.append(Issue(f"{where}.spend.at_most", "must be a number, 0 or more"))
-    if per not in PERIODS:
+    if per not in SPEND_PERIODS:
         issues.append(
-            Issue(f"{where}.spend.per", f"must be one of {', '.join(PERIODS)}, not `{per}`")
+            Issue(f"{where}.spend.per", f"must be one of {', '.join(SPEND_PERIODS)}, not `{per}`")
         )
     if issues:
         return None, issues
@@ -235,17 +290,37 @@ def evaluate(
     arguments: Mapping[str, Any],
     history: ResultLookup,
     usage: Mapping[str, Any] | None,
+    *,
+    tool: str = "",
+    cost: RunCost | None = None,
 ) -> Failure | None:
-    """Run a tool's checks in order; the first that fails gives its reason and detail."""
+    """Run a tool's checks in order; the first that fails gives its reason and detail.
+
+    `tool` is the checked tool's name (a spend `per: run` sums its calls); `cost` the run's cost
+    and this call's (a `cap_cost` without it cannot be known, and refuses `cost_unknown`).
+    """
     for index, item in enumerate(items):
-        failure = _evaluate_one(item, arguments, history, usage)
+        failure = _evaluate_one(item, arguments, history, usage, tool, cost)
         if failure is not None:
             reason, detail = failure
             return reason, {"index": index, "rule": item.describe, **detail}
     return None
 
 
-def _evaluate_one(item: CheckItem, arguments, history, usage) -> Failure | None:
+def cap_failure(spent: Decimal, this_call: Any, cap: Decimal, **about: Any) -> Failure | None:
+    """A run-cost cap: refused where spent + this call passes the cap (== the cap runs)."""
+    if this_call is MISSING_COST:
+        return "cost_unknown", about
+    if spent + this_call > cap:
+        return "cost_exceeded", {
+            "spent": as_number(spent),
+            "this_call": as_number(this_call),
+            "cap": as_number(cap),
+        }
+    return None
+
+
+def _evaluate_one(item: CheckItem, arguments, history, usage, tool, cost) -> Failure | None:
     if item.form == "limit":
         used = _usage(usage, "count", item.per)
         if used is None:
@@ -254,13 +329,28 @@ def _evaluate_one(item: CheckItem, arguments, history, usage) -> Failure | None:
             return "limit_reached", {"per": item.per, "limit": item.count, "used": used}
         return None
     if item.form == "spend":
-        spent = _usage(usage, "spend", item.per)
+        if item.per == RUN:
+            spent = history.total(tool, ("arguments", item.argument))
+        else:
+            reported = _usage(usage, "spend", item.per)
+            spent = None if reported is None else cents(reported)
         amount = arguments.get(item.argument, MISSING)
         if spent is None or not _number(amount):
             return "spend_unknown", {"per": item.per, "argument": item.argument}
-        if spent + amount > item.value:
-            return "spend_exceeded", {"per": item.per, "limit": item.value, "spent": spent}
+        cap = cents(item.value)
+        if spent + cents(amount) > cap:
+            return "spend_exceeded", {
+                "per": item.per,
+                "spent": as_number(spent),
+                "this_call": amount,
+                "cap": as_number(cap),
+            }
         return None
+    if item.form == "cap_cost":
+        if cost is None:
+            return "cost_unknown", {}
+        about = {"argument": cost.argument} if cost.argument else {}
+        return cap_failure(cost.spent, cost.this_call, item.value, **about)
     if item.form == "require":
         found = _read(item.value, arguments, history)
         if found is MISSING:

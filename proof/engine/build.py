@@ -3,6 +3,8 @@
 For each agent (in the order agent.yaml writes them), with node ids the report uses:
 
     <agent>_router              reads every turn; a session may start at any agent's router
+                                (labelled `answers from documents: ...` where `on_unread:
+                                answer` has agent.yaml's `documents:` to answer from)
     <agent>_model               the agent's model, when it names one
     <agent>_check_<tool>        the tool check of one tool the agent lists
     <agent>_confirm_<tool>      a person's yes, when the check can ask for one
@@ -106,7 +108,8 @@ def build_graph(src: AgentSources) -> dict[str, Any]:
     for name in order:
         agent = catalogue.agents[name]
         here = src.where(f"agents.{name}")
-        router = node(routers[name], "router", name, [here])
+        answers = _answers_from_documents(src.agent_file, agent)
+        router = node(routers[name], "router", name, [here], **answers)
         model = None
         if agent.model is not None:
             model = node(
@@ -177,6 +180,17 @@ def build_graph(src: AgentSources) -> dict[str, Any]:
     if budget is not None:
         doc["budget"] = budget
     return doc
+
+
+def _answers_from_documents(agent_file: AgentFile, agent: Any) -> dict[str, str]:
+    """The router node's label for an agent whose unread turns are answered from documents."""
+    documents = agent_file.other.get("documents")
+    if documents is None or agent.on_unread != "answer":
+        return {}
+    composer = documents.get("composer", "extract") if isinstance(documents, Mapping) else None
+    if composer == "model":
+        return {"label": "answers from documents: the model writes from the passages found"}
+    return {"label": "answers from documents: the extract composer, no model is called"}
 
 
 def _returns(edge, source: str, on: str, model: str | None, end: str, listed) -> None:

@@ -24,7 +24,8 @@ What each rule asks (T a tool, S an earlier tool, h' the state of the move):
   model or a team's step, not from a person's yes nor, for a write, from its check; a `url`
   argument the tool check reads as a host, in a tool not declared `sends_out`, is not asked for
   QG018 while the `destinations` check is on: its step 4 refuses every destination in it, so the
-  call with a model's URL never runs (`runtime_holds_destination`);
+  call with a model's URL never runs (`runtime_holds_destination`), unless the tool `fetches` it;
+  a write's check holds a model-written argument unless it is marked `free_text`;
 - QG019: an edge into a tool that sends out, not from a yes, after a confidential tool ran,
   chosen by a model or a team's step;
 - QG020: an edge into a tool reading a multi-tenant store without `bound_to_user`;
@@ -47,6 +48,7 @@ from typing import Any
 
 from guard.engine.checks import switched_on
 from guard.engine.kinds import SENDS_OUT
+from guard.engine.marks import FORMAT_KINDS, MEDIA_KINDS
 from guard.engine.tool_checks import ValueFrom
 
 from .conditions import facts_read
@@ -55,45 +57,6 @@ from .model import PRIVILEGE_RANK, TRUE, Cube, CycleQuestion, Obligation
 from .toolcheck import tainting
 
 MODEL_CHOSEN = frozenset({"model", "opaque"})
-
-FORMAT_KINDS = {
-    "code": "code",
-    "python": "code",
-    "javascript": "code",
-    "js": "code",
-    "shell": "shell",
-    "bash": "shell",
-    "sh": "shell",
-    "command": "shell",
-    "shell-command": "shell",
-    "sql": "sql",
-    "query": "query",
-    "path": "path",
-    "file-path": "path",
-    "filepath": "path",
-    "uri": "url",
-    "uri-reference": "url",
-    "iri": "url",
-    "iri-reference": "url",
-    "url": "url",
-    "hostname": "url",
-    "idn-hostname": "url",
-    "uri-template": "template",
-    "template": "template",
-    "jinja": "template",
-    "jinja2": "template",
-}
-MEDIA_KINDS = {
-    "text/x-python": "code",
-    "application/x-python-code": "code",
-    "application/javascript": "code",
-    "text/javascript": "code",
-    "application/x-sh": "shell",
-    "text/x-shellscript": "shell",
-    "application/x-shellscript": "shell",
-    "application/sql": "sql",
-    "text/x-sql": "sql",
-}
 
 
 def argument_kinds(graph: Graph) -> dict[str, dict[str, str]]:
@@ -122,12 +85,14 @@ def argument_kinds(graph: Graph) -> dict[str, dict[str, str]]:
 def runtime_holds_destination(graph: Graph, tool: str, argument: str, kind: str) -> bool:
     """Whether the tool check refuses every destination the model could write in this argument:
     a `url` argument it reads as a host (by its name or its schema's `format`), in a tool not
-    declared `sends_out`, with the `destinations` check (step 4, `undeclared_destination`) on."""
+    declared `sends_out`, with the `destinations` check (step 4, `undeclared_destination`) on. An
+    argument the tool fetches (`fetches`) is not held there: step 4 lets it through."""
     found = graph.catalogue.tools[tool]
     return (
         kind == "url"
         and found.kind != SENDS_OUT
         and argument in found.arguments.host_arguments
+        and argument not in found.fetches
         and "destinations" in switched_on(graph.settings.checks)
     )
 
@@ -543,11 +508,15 @@ def ask(graph: Graph) -> Questions:
             )
             if not chosen:
                 continue
+            # A write's check asks a person about a value the model wrote, unless it is marked
+            # free text (the loader refuses that mark on an argument its schema declares a query
+            # or a destination; one declared so in the overlay is not held by the check).
+            held = write and not set(chosen) & catalogue.tools[name].free_text
             cube = Cube(chooser=MODEL_CHOSEN)
             targets = [
                 (e.index, (cube,))
                 for e in edges_into("tool", name)
-                if not from_yes(e, name) and not (write and from_guard(e, name, ("check",)))
+                if not from_yes(e, name) and not (held and from_guard(e, name, ("check",)))
             ]
             q.add(f"{rule}:{name}", rule, name, targets, argument=chosen[0])
 

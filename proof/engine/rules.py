@@ -361,7 +361,9 @@ REGISTRY: tuple[RuleInfo, ...] = (
         "query, a path, a URL or a template runs without a person's yes. A URL argument the tool "
         "check reads as a host (its name or its `format` says so), in a tool not declared "
         "`sends_out`, is held at run time: the `destinations` check refuses every destination "
-        "in it, so while that check is on the proof does not report the call as running.",
+        "in it, so while that check is on the proof does not report the call as running. A URL "
+        "a read declares it `fetches` is not held there (the address check stops private and "
+        "metadata addresses, not a public one the model chose), so it is reported.",
         does_not_prove="Queries or destinations in arguments not declared as such; that a URL the "
         "runtime lets through (a relative path, a name with no dot) is harmless.",
         owasp=("LLM05:2026", "ASI02:2026"),

@@ -12,10 +12,20 @@
   calculation then has the agent's model write the function and the sandbox run it;
 - `ask`, `declined`, `unread` -- the fixed question, refusal or answer; `unread` with
   `action: model` sends the turn to the model, whose every call is checked like any other
-  (values' origin `model`), and `action: ask` first asks the person whether the model may have it.
+  (values' origin `model`), and `action: ask` first asks the person whether the model may have it;
+  `action: answer` with a model composer gives the model the grounded passages only, and its
+  answer must cite them (`[n]`) or it is refused.
+
+A calculation's function is called with one argument per read the plan drew on (the newest
+result of each of its calls), in the plan's order; the model is shown each read's call and result.
 
 No model is called unless a plan needs one (`Plan.needs_model`, or the person's yes to `ask`).
-With no model adapter, such a turn is refused, never run unchecked. The executor is the host's
+With no model adapter, such a turn is refused, never run unchecked; a model that cannot answer
+(`ModelUnavailable`: unreachable, timed out, an answer it could not read) refuses the turn with
+the reason, and nothing runs. The model is sent the conversation so far (`transcript`: each turn
+of the person and each reply, the question of `ask` and the yes to it included) and the schemas
+of the tools the agent may reach; whatever origin a model claims for an argument, the values of
+a call it asks for are the model's (`origins` `model`). The executor is the host's
 function `executor(tool, arguments) -> result`; an executor that raises leaves nothing recorded
 and says the step failed; one that answers `Replayed(result)` says the same call had already run
 with nothing in between (its ledger held the intent): nothing ran again and nothing is recorded
@@ -33,6 +43,7 @@ that raises stops the turn: the error reaches the caller and nothing runs (fail 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +53,11 @@ from guard.engine.catalogue import Catalogue
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import Replayed
 from guard.engine.post_checks import stricter_only
+from guard.engine.refs import MISSING
 
 from . import plan as plans
 from .errors import ModelUnavailable, RouterError
-from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest
+from .models import FUNCTION, TURN, ModelAdapter, ModelReply, ModelRequest, tool_schemas
 from .phrases import Phrases
 from .plan import Plan
 from .router import Router
@@ -53,7 +65,45 @@ from .said import said_checks
 from .text import fold
 
 Executor = Callable[[str, Mapping[str, Any]], Any]
+COMPOSE = "answer"  # a model request's purpose: write the answer from the passages given
+_CITED = re.compile(r"\[(\d{1,3})\]")
+#: `sandbox(function_source, arguments) -> result`: runs the one function the source defines with
+#: one argument per read; an error it raises is said as the calculation stopped, or, where the
+#: error's `compute_off` is true (the sandbox cannot start on this machine), as `compute off:`.
 Sandbox = Callable[[str, Any], Any]
+
+
+class _EngineSession:
+    """The conversation's own state when no runtime session is given: a tool check, its history
+    and head, the turns. The SDK hands a `stalwart_agents.runtime.RuntimeSession` instead, which
+    keeps the same state and adds what the runtime derives (origins, undo last first)."""
+
+    def __init__(self, check: ToolCheck, session: str) -> None:
+        self.check = check
+        self.turns: list[str] = []
+        self.history = check.new_history(session)
+        # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
+        self.head = self.history.head
+
+    def read(self, turn: str) -> None:
+        self.turns.append(turn)
+
+    def check_call(
+        self, call: Mapping[str, Any], *, context: Any = None, token: str | None = None
+    ) -> Decision:
+        return self.check.check(
+            call, session=self.history, head=self.head, context=context, token=token
+        )
+
+    def record_call(self, call: Mapping[str, Any], result: Any) -> None:
+        self.check.record(self.history, call, result)
+        self.head = self.history.head
+
+    def token_for(self, call: Mapping[str, Any]) -> str:
+        return self.check.issue_token(call, session=self.history, head=self.head)
+
+    def undo_run(self) -> list[dict[str, Any]]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -83,6 +133,7 @@ class Reply:
     ran: list[dict[str, Any]] = field(default_factory=list)
     waiting: str | None = None
     model_called: bool = False
+    undone: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +143,7 @@ class Reply:
             "ran": self.ran,
             "waiting": self.waiting,
             "model_called": self.model_called,
+            "undone": self.undone,
         }
 
 
@@ -165,26 +217,30 @@ class Conversation:
         max_rounds: int = 4,
         gate: Gate | None = None,
         gate_name: str = "gate",
+        runtime: Any = None,
     ) -> None:
         self.router = router
         self.executor = executor
         self.gate = gate
         self.gate_name = gate_name
-        self.turns: list[str] = []
-        if check is None:
-            if key is None:
-                raise RouterError("a conversation needs a tool check, or a key to build one")
-            check = ToolCheck(
-                router.catalogue,
-                key=key,
-                rulebook=router.rulebook,
-                settings=settings,
-                post_checks=said_checks(router, turns=lambda: self.turns, modes=said_modes),
-            )
-        self.check = check
-        self.history = check.new_history(session)
-        # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
-        self._head = self.history.head
+        self.transcript: list[dict[str, str]] = []
+        if runtime is not None:
+            self.session = runtime
+            self.check = runtime.wired.check
+        else:
+            if check is None:
+                if key is None:
+                    raise RouterError("a conversation needs a tool check, or a key to build one")
+                turns = lambda: self.session.turns  # noqa: E731 - read at each check
+                check = ToolCheck(
+                    router.catalogue,
+                    key=key,
+                    rulebook=router.rulebook,
+                    settings=settings,
+                    post_checks=said_checks(router, turns=turns, modes=said_modes),
+                )
+            self.check = check
+            self.session = _EngineSession(check, session)
         self.model = model
         self.sandbox = sandbox
         self.context = context
@@ -197,14 +253,28 @@ class Conversation:
         self._pending_call: dict[str, Any] | None = None
         self._pending_model_turn: str | None = None
 
+    @property
+    def history(self) -> Any:
+        return self.session.history
+
+    @property
+    def turns(self) -> list[str]:
+        return self.session.turns
+
     # -- one turn ------------------------------------------------------------------------------
 
     def say(self, turn: str) -> Reply:
         """Take one turn of the person and answer it."""
+        self.transcript.append({"role": "user", "content": turn})
+        reply = self._answer(turn)
+        self.transcript.append({"role": "assistant", "content": reply.text})
+        return reply
+
+    def _answer(self, turn: str) -> Reply:
         if self._on_unread is None:
             setting = self._organisation() if callable(self._organisation) else self._organisation
             self._on_unread = setting or plans.REFUSE
-        self.turns.append(turn)
+        self.session.read(turn)
         answer = self._yes_no(turn)
         if self._pending_call is not None:
             call, self._pending_call = self._pending_call, None
@@ -241,6 +311,16 @@ class Conversation:
     def _action(self, tool: str) -> str:
         return self.phrases("run", tool=tool)
 
+    def _refused(self, reply: Reply, text: str) -> Reply:
+        """A call of the run was refused or failed: say so, and undo the run's writes last first."""
+        reply.text = text
+        undone = self.session.undo_run()
+        if undone:
+            reply.undone = undone
+            steps = ", ".join(f"{item['tool']} {item['status']}" for item in undone)
+            reply.text = f"{text} {self.phrases('undone', steps=steps)}"
+        return reply
+
     def _carry_out(self, plan: Plan, turn: str, *, rounds: int) -> Reply:
         self.plans.append(plan)
         self._asked_again = plan.kind == plans.UNREAD and plan.action == plans.SAY_AGAIN
@@ -249,6 +329,8 @@ class Conversation:
             return Reply(plan.question or "", plan)
         if kind == plans.UNREAD:
             return self._unread(plan, turn)
+        if kind == plans.CALCULATION and (self.model is None or self.sandbox is None):
+            return self._calculate(plan)  # compute off, before any of its reads runs
         if kind in (plans.CHAIN, plans.CALCULATION) and plan.steps:
             if rounds >= self.max_rounds:
                 return Reply(self.phrases("unread_refused"), plan)
@@ -274,8 +356,9 @@ class Conversation:
         reply = Reply("", plan)
         decision, call = self._decide(dict(plan.call), reply)
         if decision.decision == REFUSE:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
-            return reply
+            return self._refused(
+                reply, self.phrases("refused", reasons=", ".join(decision.reasons))
+            )
         if decision.decision == CONFIRM:
             self._pending_call = call
             reply.waiting = "confirm"
@@ -294,9 +377,7 @@ class Conversation:
     # -- the guarded tool step -----------------------------------------------------------------
 
     def _check(self, call: Mapping[str, Any], reply: Reply, token: str | None) -> Decision:
-        decision = self.check.check(
-            call, session=self.history, head=self._head, context=self.context, token=token
-        )
+        decision = self.session.check_call(call, context=self.context, token=token)
         reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
         return decision
 
@@ -332,7 +413,9 @@ class Conversation:
         try:
             result = self.executor(tool, dict(call.get("arguments") or {}))
         except Exception as error:  # noqa: BLE001 - the host's tool failed: say so, record nothing
-            reply.text = self.phrases("failed", action=self._action(tool), error=str(error))
+            self._refused(
+                reply, self.phrases("failed", action=self._action(tool), error=str(error))
+            )
             return False
         if isinstance(result, Replayed):
             # The executor's ledger held this intent: the call had run, nothing ran again.
@@ -342,8 +425,7 @@ class Conversation:
                 "already_done", action=tool, result=_summary(result.result, self.phrases)
             )
             return True
-        self.check.record(self.history, call, result)
-        self._head = self.history.head
+        self.session.record_call(call, result)
         reply.ran.append({"tool": tool, "arguments": dict(call.get("arguments") or {}),
                           "result": result})  # fmt: skip
         profile = self.router.profiles.get(tool)
@@ -356,17 +438,18 @@ class Conversation:
             call["origins"] = dict(origins)
         decision, call = self._decide(call, reply)
         if decision.decision != ALLOW:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            self._refused(reply, self.phrases("refused", reasons=", ".join(decision.reasons)))
             return False
         return self._execute(call, reply)
 
     def _run_confirmed(self, call: Mapping[str, Any]) -> Reply:
         reply = Reply("")
-        token = self.check.issue_token(call, session=self.history)
+        token = self.session.token_for(call)
         decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
-            reply.text = self.phrases("refused", reasons=", ".join(decision.reasons))
-            return reply
+            return self._refused(
+                reply, self.phrases("refused", reasons=", ".join(decision.reasons))
+            )
         self._execute(call, reply)
         return reply
 
@@ -375,6 +458,8 @@ class Conversation:
     def _unread(self, plan: Plan, turn: str) -> Reply:
         if plan.action == plans.MODEL:
             return self._to_model(turn, plan)
+        if plan.action == plans.ANSWER and plan.needs_model:
+            return self._compose(plan, turn)
         if plan.action == plans.ASK_MODEL:
             self._pending_model_turn = turn
             return Reply(plan.question or self.phrases("ask_model"), plan, waiting="ask_model")
@@ -385,31 +470,38 @@ class Conversation:
         if self.model is None:
             reply.text = self.phrases("unread_refused")
             return reply
+        reachable = tuple(sorted(self.router.reachable))
         request = ModelRequest(
             TURN,
             turn,
             self.router.language,
-            tools=tuple(sorted(self.router.reachable)),
+            tools=reachable,
             history=tuple(self.turns[:-1]),
+            messages=tuple(dict(message) for message in self.transcript),
+            schemas=tool_schemas(self.router.catalogue, reachable),
         )
         try:
             answer = ModelReply.of(self.model.respond(request))
-        except ModelUnavailable:
-            reply.text = self.phrases("unread_refused")
+        except ModelUnavailable as error:
+            reply.text = self.phrases("model_unavailable", reason=str(error))
             return reply
         texts = []
         for asked in answer.calls:
+            arguments = asked.get("arguments")
+            arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
             call = {
                 "tool": asked.get("tool"),
-                "arguments": dict(asked.get("arguments") or {}),
-                "origins": dict(asked.get("origins") or {}),
+                "arguments": arguments,
+                # The model wrote every value, whatever origin its reply claims.
+                "origins": {name: "model" for name in arguments},
             }
             owner = self.router.owner_of(str(call["tool"]))
             if owner is not None:
                 call["agent"] = asked.get("agent", owner)
             decision, call = self._decide(call, reply)
             if decision.decision == REFUSE:
-                texts.append(self.phrases("refused", reasons=", ".join(decision.reasons)))
+                self._refused(reply, self.phrases("refused", reasons=", ".join(decision.reasons)))
+                texts.append(reply.text)
                 break
             if decision.decision == CONFIRM:
                 self._pending_call = call
@@ -431,18 +523,42 @@ class Conversation:
         reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
         return reply
 
+    def _compose(self, plan: Plan, turn: str) -> Reply:
+        """`composer: model`: the model writes the answer from the grounded passages only, and
+        cites them (`[n]`); an answer that cites none of them, or one it was not given, or that
+        asks for a tool, is refused."""
+        reply = Reply("", plan, model_called=self.model is not None)
+        passages = list((plan.answer or {}).get("passages") or ())
+        if self.model is None or not passages:
+            reply.text = self.phrases("no_answer")
+            return reply
+        request = ModelRequest(COMPOSE, turn, self.router.language, data=passages)
+        try:
+            answer = ModelReply.of(self.model.respond(request))
+        except ModelUnavailable:
+            reply.text = self.phrases("no_answer")
+            return reply
+        given = {int(p["n"]): str(p["source"]) for p in passages}
+        cited = [int(n) for n in _CITED.findall(answer.text or "")]
+        if answer.calls or not cited or any(n not in given for n in cited):
+            reply.text = self.phrases("no_answer")
+            return reply
+        sources = "; ".join(f"[{n}] {given[n]}" for n in sorted(set(cited)))
+        reply.text = self.phrases("answer", text=str(answer.text).strip(), source=sources)
+        return reply
+
     def _calculate(self, plan: Plan) -> Reply:
         reply = Reply("", plan, model_called=self.model is not None)
         if self.model is None or self.sandbox is None:
             reply.text = self.phrases("declined", reason="compute off: no model or no sandbox")
             return reply
-        data = [
-            content.get("result")
-            for content in self.history.results
-            if plan.call is not None and content.get("tool") == plan.call.get("tool")
-        ]
-        inputs = data[-1] if data else None
-        request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=inputs)
+        reads = self._reads_of(plan)
+        if reads is None:
+            reply.text = self.phrases(
+                "declined", reason="compute off: a read it draws on did not run"
+            )
+            return reply
+        request = ModelRequest(FUNCTION, plan.turn, self.router.language, data=reads)
         try:
             answer = ModelReply.of(self.model.respond(request))
         except ModelUnavailable:
@@ -451,14 +567,40 @@ class Conversation:
         if not answer.function:
             reply.text = self.phrases("declined", reason="compute off: the model wrote no function")
             return reply
+        arguments = [read["result"] for read in reads]
         try:
-            result = self.sandbox(answer.function, inputs)
+            result = self.sandbox(answer.function, arguments)
         except Exception as error:  # noqa: BLE001 - the sandbox refused or failed: say so
-            reply.text = self.phrases("failed", action="compute", error=str(error))
+            off = bool(getattr(error, "compute_off", False))  # it cannot start here at all
+            why = f"compute off: {error}" if off else f"the calculation was stopped: {error}"
+            reply.text = self.phrases("declined", reason=why)
+            reply.ran.append({"tool": "sandbox", "arguments": {}, "refused": str(error),
+                              "reason": getattr(error, "reason", "unavailable" if off else "failed")})  # fmt: skip
             return reply
         reply.ran.append({"tool": "sandbox", "arguments": {}, "result": result})
         reply.text = self.phrases("computed", result=_summary(result, self.phrases))
         return reply
+
+    def _reads_of(self, plan: Plan) -> list[dict[str, Any]] | None:
+        """Every read the calculation draws on, with its result, in the plan's order: the
+        newest result in this conversation of each call (None when one of them has none)."""
+        wanted = plan.detail.get("reads") or ([plan.call] if plan.call is not None else [])
+        recorded = list(self.history.results)
+        reads = []
+        for call in wanted:
+            found = self.router.result_of(
+                str(call.get("tool")), call.get("arguments") or {}, recorded
+            )
+            if found is MISSING:
+                return None
+            reads.append(
+                {
+                    "tool": call.get("tool"),
+                    "arguments": dict(call.get("arguments") or {}),
+                    "result": found,
+                }
+            )
+        return reads
 
 
 def run_turns(conversation: Conversation, turns: Sequence[str]) -> list[Reply]:

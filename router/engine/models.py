@@ -6,7 +6,10 @@ The router never needs a model. A conversation calls one only where the settings
     adapter.respond(ModelRequest) -> ModelReply
 
 A request says what the model is asked for (`purpose`: `turn`, to answer a turn nothing read, or
-`function`, to write a calculation's function over `data`), in which language, with which tools.
+`function`, to write a calculation's function over `data`), in which language, with which tools
+(`tools` their names, `schemas` each one's name, description and JSON Schema of its arguments),
+and the conversation so far (`messages`, each `{"role": "user" | "assistant", "content": ...}`,
+the last the person's: a yes to `ask` and the question it answered are messages like any other).
 A reply holds the tool calls the model asks for (each is checked by the tool check like any other,
 its values' origin `model`), a text, or a function's source.
 
@@ -53,6 +56,8 @@ class ModelRequest:
     tools: tuple[str, ...] = ()
     data: Any = None
     history: tuple[str, ...] = ()
+    messages: tuple[Mapping[str, str], ...] = ()
+    schemas: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,18 @@ class ModelReply:
             text=data.get("text"),
             function=data.get("function"),
         )
+
+
+def tool_schemas(catalogue: Any, names: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    """What a model is shown of each tool: its name, description and JSON Schema of arguments."""
+    schemas = []
+    for name in names:
+        tool = catalogue.tools[name]
+        parameters = dict(tool.parameters or {"type": "object", "properties": {}})
+        schemas.append(
+            {"name": name, "description": tool.description or name, "parameters": parameters}
+        )
+    return tuple(schemas)
 
 
 class ModelAdapter(Protocol):

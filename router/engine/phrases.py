@@ -41,8 +41,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "refused": "That was not done: {reasons}.",
         "cancelled": "OK, I did not {action}.",
         "model_refused": "OK, I will not pass it on.",
+        "model_unavailable": "Sorry, I can't help with that: the model could not answer "
+        "({reason}). Nothing was run.",
         "computed": "The answer is {result}.",
         "failed": "{action} failed: {error}.",
+        "undone": "What this request had done was undone, last first: {steps}.",
         "and": "and",
         "none": "nothing",
         "run": "run {tool}",
@@ -78,8 +81,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "refused": "Isso não foi feito: {reasons}.",
         "cancelled": "Certo, não vou {action}.",
         "model_refused": "Certo, não vou repassar.",
+        "model_unavailable": "Desculpe, não posso ajudar com isso: o modelo não respondeu "
+        "({reason}). Nada foi executado.",
         "computed": "O resultado é {result}.",
         "failed": "{action} falhou: {error}.",
+        "undone": "O que este pedido já tinha feito foi desfeito, do último ao primeiro: {steps}.",
         "and": "e",
         "none": "nada",
         "run": "executar {tool}",

@@ -19,7 +19,8 @@ Kinds, exactly the spec's table of what the router reads:
                  to say it again), then what `on_unread` says -- `refuse`, `model` (the turn goes
                  to the agent's model and every call it asks for is checked), `ask` (the person is
                  asked whether the model may have it) or `answer` (`answer` holds the grounded
-                 answer from the organisation's documents; without one, `refuse`)
+                 answer from the organisation's documents; without one, `refuse`; with a model
+                 composer, `answer` holds the grounded `passages` the model writes from)
 
 `why` is a short trace of what matched, for people; `said` maps each argument to the text the
 person typed for it. `to_dict()` is the shape `POST /v1/plan` and `stalwart plan` print.
@@ -85,6 +86,8 @@ class Plan:
         """Whether carrying this plan out calls the agent's model."""
         if self.kind == CALCULATION:
             return True
+        if self.kind == UNREAD and self.action == ANSWER and self.answer is not None:
+            return self.answer.get("composer", "extract") != "extract"
         return self.kind == UNREAD and self.action == MODEL
 
     def to_dict(self) -> dict[str, Any]:

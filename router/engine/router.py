@@ -41,6 +41,7 @@ the call names the agent that holds the tool. Without `agent`, every tool of the
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -122,8 +123,9 @@ class Router:
     catalogue's data; `rulebook` the compiled record; `vocabulary` the vocabulary file's text (or a
     loaded `Vocabulary`); `language` `en` or `pt-BR` (else the vocabulary's, else English);
     `on_unread` the organisation's setting, which an agent that says nothing takes; `documents`
-    what `on_unread: answer` answers from; `sandbox` what runs a calculation's function (only its
-    presence matters here); `agent` the agent whose turns these are; `today` a date or a function
+    what `on_unread: answer` answers from (texts, or an index with `composer_for(lexicon)`);
+    `sandbox` what runs a calculation's function (only its presence, or its `compute_off`
+    reason, matters here); `agent` the agent whose turns these are; `today` a date or a function
     giving today's date (for "tomorrow", "dia 5").
     """
 
@@ -253,7 +255,11 @@ class Router:
         self.model = self._agent_setting("model")
         self._agent_on_unread = self._agent_setting("on_unread")
         self.on_unread = self._agent_on_unread or on_unread or plans.REFUSE
-        self.composer = Composer(documents, self.lexicon) if documents is not None else None
+        self.composer: Any = None
+        if callable(getattr(documents, "composer_for", None)):  # an index of the documents
+            self.composer = documents.composer_for(self.lexicon)  # type: ignore[union-attr]
+        elif documents is not None:
+            self.composer = Composer(documents, self.lexicon)
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -847,6 +853,11 @@ class Router:
         return ("none", None), used
 
     @staticmethod
+    def result_of(tool: str, arguments: Mapping[str, Any], results: Sequence[Mapping[str, Any]]):
+        """The newest result of `tool` called with `arguments` among `results`, or `MISSING`."""
+        return Router._result_of(tool, arguments, results)
+
+    @staticmethod
     def _result_of(tool: str, arguments: Mapping[str, Any], results: Sequence[Mapping[str, Any]]):
         try:
             wanted = value_key(dict(arguments))
@@ -1009,19 +1020,47 @@ class Router:
         state.why.append(f"a calculation over {reader.name}")
         state.why.extend(own.trace)
         call = self._read_call(reader, own.arguments)
+        reads = [call, *self._more_reads(state, reader, nouns)]
         if not self.sandbox:
-            return self._declined(state, (_COMPUTE_OFF_SANDBOX,), rule="compute", call=call)
+            off = getattr(self.sandbox, "compute_off", None) or _COMPUTE_OFF_SANDBOX
+            return self._declined(state, (off,), rule="compute", call=call)
         if not self.model:
             return self._declined(state, (_COMPUTE_OFF_MODEL,), rule="compute", call=call)
-        ran = self._result_of(reader.name, own.arguments, state.results) is not MISSING
+        steps = [
+            read
+            for read in reads
+            if self._result_of(read["tool"], read["arguments"], state.results) is MISSING
+        ]
         return self._plan(
             plans.CALCULATION,
             state,
             call=call,
-            steps=[] if ran else [call],
+            steps=steps,
             question=reading.turn,
             said=own.said,
+            detail={"reads": [copy.deepcopy(read) for read in reads]},
         )
+
+    def _more_reads(
+        self, state: _Turn, first: ToolProfile, nouns: set[str]
+    ) -> list[dict[str, Any]]:
+        """The other reads a calculation draws on: one listing read for each thing the turn
+        counts that the first read does not return ("the orders and the payments"), each with
+        every argument it needs (a read that would have to ask is left out)."""
+        left = set(nouns) - set(first.nouns)
+        more: list[dict[str, Any]] = []
+        for reader in self._reads:
+            if not left or reader is first or not reader.countable:
+                continue
+            if not (reader.name_nouns & left):
+                continue
+            own = fill(reader, state.reading)
+            if own.invalid or own.missing(reader):
+                continue
+            left -= reader.nouns
+            state.why.append(f"and over {reader.name}")
+            more.append(self._read_call(reader, own.arguments))
+        return more
 
     # -- unread --------------------------------------------------------------------------------
 
@@ -1058,6 +1097,23 @@ class Router:
             )
         if setting == plans.ANSWER and self.composer is not None:
             answer = self.composer.answer(reading.turn)
+            if answer is not None and answer.composer != "extract" and self.model:
+                # The model writes the answer from the grounded passages, and cites them.
+                return self._plan(
+                    plans.UNREAD,
+                    state,
+                    action=plans.ANSWER,
+                    answer=answer.to_dict(),
+                    reasons=reasons,
+                )
+            if answer is not None and answer.composer != "extract":
+                return self._plan(
+                    plans.UNREAD,
+                    state,
+                    action=plans.REFUSE,
+                    question=phrases("unread_refused"),
+                    reasons=(*reasons, "no_model"),
+                )
             if answer is not None:
                 return self._plan(
                     plans.UNREAD,

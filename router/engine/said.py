@@ -153,6 +153,7 @@ class _Said:
         self.router = router
         self.turns = turns
         self.modes = _modes(modes)
+        self._readings: dict[str, Reading] = {}
         receives: dict[str, bool] = {"email": False, "url": False, "channel": False}
         for profile in router.profiles.values():
             if profile.kind != SENDS_OUT:
@@ -162,15 +163,27 @@ class _Said:
                     receives[param.slot] = True
         self.receives = receives
 
-    def latest(self) -> Reading | None:
-        turns = _turns(self.turns)
+    def latest(self, given: Turns = None) -> Reading | None:
+        turns = _turns(given if given is not None else self.turns)
         if not turns:
             return None
-        return self.router.read(turns[-1])
+        return self.read(turns[-1])
 
-    def s1(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def read(self, turn: str) -> Reading:
+        """The router's reading of a turn, read once: the three checks read the same turn."""
+        found = self._readings.get(turn)
+        if found is None:
+            found = self.router.read(turn)
+            if len(self._readings) >= 256:
+                self._readings.clear()  # a bound, not an order: the next reads fill it again
+            self._readings[turn] = found
+        return found
+
+    def s1(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["s1_veto"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         tool = self.router.catalogue.tools.get(call.tool)
@@ -181,9 +194,11 @@ class _Said:
             return None
         return _answer(mode, ("s1_veto",), {"said": words, "tool_kind": tool.kind})
 
-    def s2(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def s2(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["s2_veto"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         held = [
@@ -195,9 +210,11 @@ class _Said:
             return None
         return _answer(mode, ("s2_veto",), {"destinations": held})
 
-    def confirm_read(self, call: Any, decision: Decision, **_: Any) -> Decision | None:
+    def confirm_read(
+        self, call: Any, decision: Decision, *, turns: Turns = None, **_: Any
+    ) -> Decision | None:
         mode = self.modes["confirm_read"]
-        reading = self.latest() if mode != "off" else None
+        reading = self.latest(turns) if mode != "off" else None
         if reading is None:
             return None
         profile = self.router.profiles.get(call.tool)
@@ -234,16 +251,18 @@ class _Said:
             {"said": said, "call": given, "lacks": [n for n in names if n not in call.arguments]},
         )
 
-    def grounded(self, call: Any, decision: Decision, *, session: Any = None, **_: Any):
+    def grounded(
+        self, call: Any, decision: Decision, *, session: Any = None, turns: Turns = None, **_: Any
+    ):
         if self.modes["grounded"] == "off":
             return None
         tool = self.router.catalogue.tools.get(call.tool)
         if tool is None or not is_write(tool.kind):
             return None
-        turns = _turns(self.turns)
+        turns = _turns(turns if turns is not None else self.turns)
         if not turns:
             return None
-        readings = [self.router.read(turn) for turn in turns]
+        readings = [self.read(turn) for turn in turns]
         folded_turns = [fold(turn) for turn in turns]
         tokens = {word for text in folded_turns for word in text.split()}
         said: list[Any] = []
@@ -257,7 +276,10 @@ class _Said:
             for content in getattr(session, "results", ()):
                 returned.extend(_leaves(content.get("result")))
         unvouched = []
+        free_text = getattr(tool, "free_text", frozenset())
         for name, value in call.arguments.items():
+            if name in free_text:  # the model is expected to write it (a message's body)
+                continue
             leaves = [leaf for leaf in _leaves(value) if leaf is not None]
             if all(
                 isinstance(leaf, bool)

@@ -12,6 +12,10 @@ VALID = {
     "language": "pt-BR",
     "on_unread": "ask",
     "taint_policy": "confirm",
+    "grounded": "confirm",
+    "s1_veto": "confirm",
+    "s2_veto": "confirm",
+    "confirm_read": "confirm",
     "licence_valid_until": "",
     "licence_on_lapse": "refuse_writes",
     "notify_url": "",
@@ -107,7 +111,15 @@ def test_a_timeout_out_of_range_is_refused(admin, organisation, client_for):
 
 def _editor_form(organisation, **changes):
     """What the page sends for an editor: every field but the admin's."""
-    admin_only = {"licence_valid_until", "licence_on_lapse", "notify_url"}
+    admin_only = {
+        "licence_valid_until",
+        "licence_on_lapse",
+        "notify_url",
+        "grounded",
+        "s1_veto",
+        "s2_veto",
+        "confirm_read",
+    }
     return {k: v for k, v in _form(organisation, **changes).items() if k not in admin_only}
 
 

@@ -182,9 +182,10 @@ def test_the_shop_example_runs_against_the_console(live_server, admin, organisat
         actor=actor_for(admin, organisation), name="shop", role="editor"
     )
     env = {**os.environ, "STALWART_URL": live_server.url, "STALWART_API_KEY": key}
+    # As the chapter runs it: from inside the shop's own folder.
     remote = subprocess.run(
-        [sys.executable, "examples/shop/main.py"],
-        cwd=ROOT,
+        [sys.executable, "main.py"],
+        cwd=ROOT / "examples" / "shop",
         env=env,
         capture_output=True,
         text=True,
@@ -193,8 +194,8 @@ def test_the_shop_example_runs_against_the_console(live_server, admin, organisat
     assert remote.returncode == 0, remote.stderr
     local_env = {k: v for k, v in os.environ.items() if k != "STALWART_URL"}
     local = subprocess.run(
-        [sys.executable, "examples/shop/main.py"],
-        cwd=ROOT,
+        [sys.executable, "main.py"],
+        cwd=ROOT / "examples" / "shop",
         env=local_env,
         capture_output=True,
         text=True,

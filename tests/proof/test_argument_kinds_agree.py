@@ -73,3 +73,40 @@ def test_a_read_with_a_uri_argument_is_not_a_finding_while_step_4_holds_it() -> 
     assert not _proof_says_it_runs(_agent("read", "uri", None))
     assert _proof_says_it_runs(_agent("read", "uri", WITHOUT_DESTINATIONS))
     assert _proof_says_it_runs(_agent("read", "sql", None))
+
+
+def _fetching_agent(fmt: str) -> str:
+    return _agent("read", fmt, None).replace(
+        "    result_schema: {type: object}\n",
+        "    result_schema: {type: object}\n    fetches: [target]\n",
+    )
+
+
+def test_a_url_a_read_fetches_is_not_held_by_step_4_and_the_proof_says_so() -> None:
+    """`fetches` lets a public URL the model chose run without a person: QG018 reports it, and the
+    runtime indeed lets it run; a private address is still refused by the address check."""
+    text = _fetching_agent("uri")
+    assert load_agent_yaml(text).catalogue.tools["act"].fetches == ("target",)
+    assert _runtime_lets_it_run(text, "https://evil.example/steal")
+    assert _proof_says_it_runs(text)
+    assert not _runtime_lets_it_run(text, "http://169.254.169.254/latest")
+    assert not _proof_says_it_runs(_agent("read", "uri", None))
+
+
+def test_a_write_check_does_not_hold_a_free_text_argument_declared_a_query_in_the_overlay() -> None:
+    """The loader refuses `free_text` on an argument its schema declares a query; one the overlay
+    declares so is not held by the write's check any more (value origin does not ask about it), so
+    where a rule sheet allows the write, QG018 reports the model's query running unasked."""
+    base = _agent("write", "uri", None).replace("format: uri", "minLength: 1")
+    base += "rulebook: policy.csv\n"
+    marked = base.replace("minLength: 1", "minLength: 1, free_text: true")
+    files = {"policy.csv": "tool,condition,decision,reason\nact,,allow,routine\n"}
+    overlay = {"format": "qls-graph/1", "declarations": {"arguments": {"act": {"target": "sql"}}}}
+
+    def finding(text: str) -> bool:
+        report = verify_agent_file(text, files=files, overlay=overlay)
+        return any(f.rule == "QG018" and f.subject == "act" for f in report.findings)
+
+    assert load_agent_yaml(marked).catalogue.tools["act"].free_text == {"target"}
+    assert not finding(base)
+    assert finding(marked)

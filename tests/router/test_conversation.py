@@ -195,7 +195,7 @@ def test_a_calculation_runs_its_reads_then_the_function_in_the_sandbox():
 
     def sandbox(source, inputs):
         sandboxed.append(source)
-        return len(inputs)
+        return len(inputs[0])  # one argument per read the calculation draws on
 
     rows = [{"order_id": "742"}, {"order_id": "745"}]
     talk = Conversation(Router(data, today=TODAY, sandbox=sandbox), key=KEY, model=model,
@@ -203,7 +203,8 @@ def test_a_calculation_runs_its_reads_then_the_function_in_the_sandbox():
     reply = talk.say("how many open work orders are there")
     assert reply.text == "The answer is 2."
     assert sandboxed == ["def f(rows): return len(rows)"]
-    assert model.requests[0].data == rows
+    call = {"tool": "list_orders", "arguments": {"status": "open"}, "result": rows}
+    assert model.requests[0].data == [call]
 
 
 def test_a_failing_tool_records_nothing_and_says_so(conversation):
@@ -223,7 +224,9 @@ def test_a_scripted_model_that_runs_out_is_refused_not_skipped():
     model = ScriptedModel("scripted:ops", [])
     talk = Conversation(Router(data, today=TODAY), key=KEY, model=model, executor=lambda t, a: {})
     talk.say("tell me a joke")
-    assert talk.say("tell me a joke").text == "Sorry, I can't help with that."
+    reply = talk.say("tell me a joke")
+    assert reply.text.startswith("Sorry, I can't help with that: the model could not answer")
+    assert "has no reply left" in reply.text and reply.text.endswith("Nothing was run.")
     with pytest.raises(ModelUnavailable):
         model.respond(None)
 

@@ -14,6 +14,7 @@ from guard.engine.catalogue import AGENT_KEYS, CATALOGUE_KEYS, TOOL_KEYS
 from guard.engine.settings import SETTINGS_KEYS
 from stalwart_agents import cli_verify
 from stalwart_agents.cli_verify import agent_schema, schema_problems
+from stalwart_agents.runtime import RUNTIME_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop"
@@ -34,7 +35,8 @@ def test_the_schema_declares_exactly_the_keys_the_loader_reads() -> None:
     defs = schema["$defs"]
     assert set(defs["agent"]["properties"]) == set(AGENT_KEYS)
     assert set(defs["tool"]["properties"]) == set(TOOL_KEYS)
-    assert set(defs["settings"]["properties"]) == set(SETTINGS_KEYS)
+    # The tool check's settings, and the two the runtime reads itself (the said modes, language).
+    assert set(defs["settings"]["properties"]) == set(SETTINGS_KEYS) | set(RUNTIME_SETTINGS)
     assert set(schema["properties"]["budget"]["else"]["properties"]) == {"run", "agents"}
 
 

@@ -40,7 +40,50 @@ def test_check_prints_the_decision(tmp_path, capsys):
         ]
     )
     out = json.loads(capsys.readouterr().out)
+    # The file reads `order_paid` from get_order's result, and the file wins over --context: with
+    # no get_order for 4411 in the history, the order is not paid and the rulebook refuses.
+    assert (code, out["decision"], out["reasons"]) == (1, "refuse", ["refuse"])
+    history = _write(
+        tmp_path / "history.json",
+        [
+            {
+                "tool": "get_order",
+                "arguments": {"order_id": "4411"},
+                "result": {"status": "paid", "card": "visa"},
+            }
+        ],
+    )
+    unpaid = _write(tmp_path / "unpaid.json", {"order_paid": False})
+    code = main(
+        [
+            "check",
+            "--agent",
+            str(SHOP / "agent.yaml"),
+            "--agent-name",
+            "billing",
+            "--call",
+            call,
+            "--history",
+            history,
+            "--context",
+            unpaid,
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
     assert (code, out["decision"], out["reasons"]) == (0, "confirm", ["write"])
+
+
+def test_check_reads_the_persons_turns_with_the_runtime(tmp_path, capsys):
+    call = _write(
+        tmp_path / "call.json",
+        {"tool": "get_order", "arguments": {"order_id": "4411"}},
+    )
+    agent = ["check", "--agent", str(SHOP / "agent.yaml"), "--agent-name", "desk", "--call", call]
+    assert main(agent) == 0
+    assert json.loads(capsys.readouterr().out)["detail"]["origins"]["order_id"]["from"] == "model"
+    assert main([*agent, "--turn", "show me order 4411"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["detail"]["origins"]["order_id"] == {"origin": "typed", "from": "turn 0"}
 
 
 def test_check_exits_1_on_a_refusal(tmp_path, capsys):

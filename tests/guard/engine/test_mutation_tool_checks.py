@@ -219,8 +219,9 @@ def test_spend_up_to_the_limit_runs_and_past_it_is_refused_with_what_was_spent()
         "rule": "spend amount at_most 500 per day",
         "index": 0,
         "per": "day",
-        "limit": 500,
         "spent": 450,
+        "this_call": 50.5,
+        "cap": 500,
     }
 
 
@@ -274,9 +275,12 @@ INVALID_CHECKS = [
     ),
     (
         {"at_most": {"count": 3, "per": "day"}, "note": "x"},
-        f"{AT}: must be a condition on an argument, a limit, a spend or a require",
+        f"{AT}: must be a condition on an argument, a limit, a spend, a cap_cost or a require",
     ),
-    ({"at_most": 3}, f"{AT}: must be a condition on an argument, a limit, a spend or a require"),
+    (
+        {"at_most": 3},
+        f"{AT}: must be a condition on an argument, a limit, a spend, a cap_cost or a require",
+    ),
     (
         {"argument": "price", "at_most": 3},
         f"{AT}.argument: must name an argument of this tool, not `price`",
@@ -330,7 +334,7 @@ INVALID_CHECKS = [
     ),
     (
         {"spend": {"argument": "amount", "at_most": 5, "per": "year"}},
-        f"{AT}.spend.per: must be one of minute, hour, day, week, month, not `year`",
+        f"{AT}.spend.per: must be one of minute, hour, day, week, month, run, not `year`",
     ),
 ]
 

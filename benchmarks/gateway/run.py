@@ -1,0 +1,167 @@
+"""Latency the gateway adds to a `tools/call`, against the same call made directly, and calls/s.
+
+For each transport (stdio, streamable HTTP) the same MCP client calls the same read tool of the
+same upstream server, first directly, then through `stalwart gateway` (in this process's Python,
+in-process tool check, approved pins): the added latency is the difference of the percentiles.
+A read is measured, so nobody is asked; the gateway still runs the whole path (tool check,
+executor, recording in the signed history). Calls/s is sequential (one call at a time) and with
+`--concurrency` calls in flight on one connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import mcp
+from mcp.client.stdio import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait(port: int, process: subprocess.Popen, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"a server exited: {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"nothing listened on {port} within {seconds:g} s")
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+async def _measure(target, calls: int, concurrency: int, name: str) -> dict[str, float]:  # noqa: ANN001
+    async with mcp.Client(target) as client:
+        await client.list_tools()
+        for _ in range(min(50, calls)):
+            await client.call_tool(name, {"order_id": "A1"})
+        times = []
+        for index in range(calls):
+            began = time.perf_counter()
+            result = await client.call_tool(name, {"order_id": f"A{index}"})
+            times.append((time.perf_counter() - began) * 1000)
+            if result.is_error:
+                raise SystemExit(f"{name} failed: {result.content}")
+        began = time.perf_counter()
+
+        async def worker(count: int) -> None:
+            for index in range(count):
+                await client.call_tool(name, {"order_id": f"B{index}"})
+
+        async with anyio.create_task_group() as group:
+            for _ in range(concurrency):
+                group.start_soon(worker, calls // concurrency)
+        parallel = (calls // concurrency * concurrency) / (time.perf_counter() - began)
+    return {
+        "p50": statistics.median(times),
+        "p99": _pct(times, 99),
+        "rate": 1000 / statistics.mean(times),
+        "parallel": parallel,
+    }
+
+
+def _config(folder: Path, upstream: str) -> Path:
+    path = folder / "gateway.yaml"
+    path.write_text(f"agent: bench\nservers:\n  bench:\n{upstream}", encoding="utf-8")
+    from stalwart_agents import cli
+
+    if cli.main(["gateway", "approve", "--config", str(path)]) != 0:
+        raise SystemExit("the benchmark's upstream could not be approved")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gateway")
+    parser.add_argument("--quick", action="store_true", help="200 calls instead of 1,000")
+    parser.add_argument("--calls", type=int, default=None)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args(argv)
+    calls = args.calls or (200 if args.quick else 1000)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    python = sys.executable
+    rows = []
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary)
+        # stdio: the client starts the upstream, or the gateway that starts it.
+        stdio = (
+            f"    command: {python}\n    args: [-m, benchmarks.gateway.upstream]\n    cwd: {ROOT}\n"
+        )
+        config = _config(folder, stdio)
+        direct = StdioServerParameters(
+            command=python, args=["-m", "benchmarks.gateway.upstream"], cwd=str(ROOT), env=env
+        )
+        through = StdioServerParameters(
+            command=python,
+            args=["-m", "stalwart_agents", "gateway", "--config", str(config)],
+            cwd=str(ROOT),
+            env=env,
+        )
+        rows.append(("stdio", anyio.run(_measure, direct, calls, args.concurrency, "get_order"),
+                     anyio.run(_measure, through, calls, args.concurrency, "bench.get_order")))  # fmt: skip
+        # HTTP: the upstream listens; the gateway listens in front of it.
+        up_port, gw_port = _port(), _port()
+        upstream = subprocess.Popen(  # noqa: S603
+            [python, "-m", "benchmarks.gateway.upstream", str(up_port)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        gateway = None
+        try:
+            _wait(up_port, upstream)
+            config = _config(folder, f"    url: http://127.0.0.1:{up_port}/mcp\n")
+            gateway = subprocess.Popen(  # noqa: S603
+                [python, "-m", "stalwart_agents", "gateway", "--config", str(config),
+                 "--http", "--port", str(gw_port)],
+                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            _wait(gw_port, gateway)
+            rows.append(
+                (
+                    "HTTP",
+                    anyio.run(_measure, f"http://127.0.0.1:{up_port}/mcp", calls,
+                              args.concurrency, "get_order"),
+                    anyio.run(_measure, f"http://127.0.0.1:{gw_port}/mcp", calls,
+                              args.concurrency, "bench.get_order"),
+                )
+            )  # fmt: skip
+        finally:
+            for process in (gateway, upstream):
+                if process is not None:
+                    process.terminate()
+                    process.wait(timeout=10)
+    print(
+        f"gateway benchmark: {calls} sequential calls per run, {args.concurrency} in flight for the parallel rate"
+    )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        "| transport | direct p50 ms | direct p99 ms | gateway p50 ms | gateway p99 ms | added p50 ms | added p99 ms | gateway calls/s (1 / 8 in flight) |"
+    )  # noqa: E501
+    print("|---|---|---|---|---|---|---|---|")
+    for name, direct_row, gateway_row in rows:
+        print(
+            f"| {name} | {direct_row['p50']:.2f} | {direct_row['p99']:.2f} | {gateway_row['p50']:.2f} | "
+            f"{gateway_row['p99']:.2f} | {gateway_row['p50'] - direct_row['p50']:.2f} | "
+            f"{gateway_row['p99'] - direct_row['p99']:.2f} | {gateway_row['rate']:.0f} / "
+            f"{gateway_row['parallel']:.0f} |"
+        )
+    return 0

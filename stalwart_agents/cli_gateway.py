@@ -1,0 +1,160 @@
+"""`stalwart gateway`: serve the gateway (stdio, or streamable HTTP), or approve its servers' tools.
+
+    stalwart gateway --config gateway.yaml                    # stdio, for a desktop or IDE client
+    stalwart gateway --config gateway.yaml --http --port 8765 # streamable HTTP on 127.0.0.1
+    stalwart gateway approve --config gateway.yaml            # pin every server's tools as they are
+
+Exit codes: 0 served until stopped, or approved; 1 a gateway.yaml that cannot be used (every
+problem printed with its line), or a server that could not be reached for approval; 2 usage or
+internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from stalwart_agents.cli import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+
+NAME = "gateway"
+HELP = "stand in front of MCP servers: every tools/call checked, approved tools pinned"
+
+
+def _config(args: argparse.Namespace):  # noqa: ANN202
+    from stalwart_agents.gateway.config import GatewayConfigInvalid, load_config
+
+    if not args.config:
+        raise UsageError("name the gateway's configuration with --config gateway.yaml")
+    try:
+        return load_config(args.config)
+    except GatewayConfigInvalid as exc:
+        raise InputError(f"`{args.config}` cannot be used:\n{exc}") from None
+
+
+def _logging(args: argparse.Namespace) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    for noisy in ("mcp", "httpx", "httpx2", "uvicorn"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import serve_http, serve_stdio
+
+    config = _config(args)
+    _logging(args)
+    if args.port is not None and not args.http:
+        raise UsageError("--port is for --http")
+    if args.http and args.port is None:
+        raise UsageError("give --port with --http")
+
+    async def main() -> None:
+        async with Gateway(config) as gateway:
+            if args.http:
+                await serve_http(gateway, host=args.host, port=args.port)
+            else:
+                await serve_stdio(gateway)
+
+    anyio.run(main)
+    return EXIT_OK
+
+
+def _approve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from stalwart_agents.gateway import pins as pinning
+    from stalwart_agents.gateway.upstream import Upstream
+
+    config = _config(args)
+    _logging(args)
+    names = args.server or list(config.servers)
+    unknown = [name for name in names if name not in config.servers]
+    if unknown:
+        raise InputError(f"`{unknown[0]}` is not a server of `{args.config}`")
+    try:
+        pins = pinning.load_pins(config.pins)
+    except pinning.PinsInvalid as exc:
+        raise InputError(str(exc)) from None
+
+    async def listed(name: str) -> tuple[list[dict], str | None]:
+        upstream = Upstream(config.servers[name])
+        async with anyio.create_task_group() as group:
+            group.start_soon(upstream.run)
+            with anyio.move_on_after(upstream.config.timeout):
+                await upstream.ready.wait()
+            tools, error = list(upstream.tools), upstream.error
+            if not upstream.ready.is_set():
+                error = f"the server `{name}` did not answer within {upstream.config.timeout:g} s"
+            await upstream.close()
+            group.cancel_scope.cancel()
+        return tools, error
+
+    async def every() -> dict[str, tuple[list[dict], str | None]]:
+        found: dict[str, tuple[list[dict], str | None]] = {}
+
+        async def one(name: str) -> None:
+            found[name] = await listed(name)
+
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+        return found
+
+    failed = 0
+    results = anyio.run(every)
+    for name in names:
+        tools, error = results[name]
+        if error is not None:
+            sys.stdout.write(f"{name}: not approved: {error}\n")
+            failed += 1
+            continue
+        before = {
+            tool: pinning.approved(pins, name, tool)
+            for tool in pins.get("servers", {}).get(name, {}).get("tools", {})
+        }
+        pins = pinning.pin_server(pins, name, tools)
+        sys.stdout.write(f"{name}: {len(tools)} tool{'s' if len(tools) != 1 else ''} approved\n")
+        for defined in tools:
+            old = before.pop(defined["name"], None)
+            mark = "new" if old is None else ("changed" if old != defined else "same")
+            sys.stdout.write(
+                f"  {name}.{defined['name']} ({mark}) {pinning.digest(defined)[:16]}\n"
+            )
+        for gone in sorted(before):
+            sys.stdout.write(f"  {name}.{gone} (gone)\n")
+    pinning.write_pins(config.pins, pins)
+    sys.stdout.write(f"pins written to {config.pins}\n")
+    return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="the gateway's configuration (gateway.yaml)")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on")
+    parser.add_argument("--port", type=int, help="the port to serve HTTP on (with --http)")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.set_defaults(handler=_serve)
+    commands = parser.add_subparsers(dest="command", metavar="<command>")
+    approve = commands.add_parser(
+        "approve",
+        help="pin the tools each server lists now (writes the pins file beside gateway.yaml)",
+        description="Connect to each server, list its tools, and pin their names, descriptions, "
+        "schemas and annotations. A tool that changes later is withdrawn until approved again.",
+    )
+    approve.add_argument("--config", dest="approve_config", help="the gateway's configuration")
+    approve.add_argument("--server", action="append", help="approve only this server (repeatable)")
+    approve.add_argument("--verbose", action="store_true", dest="approve_verbose")
+    approve.set_defaults(handler=_approve_command)
+
+
+def _approve_command(args: argparse.Namespace) -> int:
+    args.config = args.approve_config or args.config
+    args.verbose = args.approve_verbose or args.verbose
+    return _approve(args)

@@ -1,0 +1,683 @@
+"""The gateway's one path for a `tools/call`: the session's tool check, the firewall, a person, once.
+
+The gateway is a door: it opens one SDK session (`stalwart_agents.Client().session`, in this
+process or against the console with `STALWART_URL`) over the catalogue built from the servers,
+and every call the client makes takes this path:
+
+1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
+   otherwise the call is refused, or answered with why it cannot be made;
+2. `session.check_tool_call`: `refuse` ends it, with the reasons;
+3. the firewall policy gateway.yaml names, at the `tool_call` stage: `deny` refuses,
+   `require_approval` asks a person, `sanitize` goes on with the cleaned arguments (checked again);
+4. a `confirm` (of either) is put to the person: in this process through the client's MCP
+   elicitation (on a yes, the session signs a token for exactly that call), or against the console
+   through its approvals queue (`session.wait_for_approval`, bounded by `approval_timeout`);
+   nobody to ask, or a no, and nothing runs;
+5. `session.execute` runs it once per intent (the executor's idempotency key for writes), with
+   the token, forwarding to the server, and records the result in the signed history, with the
+   outside-content labels of the tool's marks, so a later write is `tainted_call`.
+
+Whatever cannot answer -- a server, the catalogue, the console, the firewall -- means the call is
+not made, and the error says why (`Refusal`). An MCP tool error (`isError: true`) carries it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+
+from guard.engine import canonical_json
+from stalwart_agents.client import (
+    ApprovalDenied,
+    ApprovalTimeout,
+    Check,
+    Client,
+    LocalSession,
+    RequestRefused,
+    SelectorUnavailableError,
+    Session,
+)
+
+from . import catalogue as catalogue_builder
+from . import pins as pinning
+from .config import GatewayConfig
+from .upstream import Upstream
+
+log = logging.getLogger("stalwart.gateway")
+
+#: The key of the gateway's own elicitation among a modern request's input requests.
+CONFIRM_KEY = "stalwart_confirm"
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Run this call",
+            "description": "Yes runs it once, with exactly the arguments shown.",
+        }
+    },
+    "required": ["approve"],
+}
+ORIGIN_WORDS = {
+    "model": "written by the model",
+    "typed": "typed by the person",
+    "tool": "returned by a tool",
+}
+PENDING_TTL = 900.0
+MAX_PENDING = 1_000
+MAX_SHOWN = 400
+
+#: elicit(message, schema) -> the client's answer, for a client with a back-channel.
+Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
+
+
+class Refusal(Exception):
+    """A call not made: the reasons, for the MCP tool error."""
+
+    def __init__(self, reasons: list[str], message: str) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
+@dataclass
+class Pending:
+    """A confirm put to a modern client as an input request, waiting for its retry."""
+
+    tool: str
+    arguments: dict[str, Any]
+    forwarded: dict[str, Any]
+    check: Check
+    reasons: list[str]
+    created: float
+
+
+def error_result(reasons: list[str], message: str) -> types.CallToolResult:
+    text = message if not reasons else f"{message} ({', '.join(reasons)})"
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"stalwart": {"decision": "refuse", "reasons": reasons}},
+        is_error=True,
+    )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+
+
+def question(tool: str, arguments: Mapping[str, Any], reasons: list[str], check: Check) -> str:
+    """What the person is shown: the call, why it is held, each argument and where it came from."""
+    shown = (
+        check.detail.get("arguments") if isinstance(check.detail.get("arguments"), dict) else None
+    )
+    origins = check.detail.get("origins") if isinstance(check.detail.get("origins"), dict) else {}
+    lines = [f"Stalwart holds a call for your yes: {tool}", f"Why: {', '.join(reasons)}"]
+    if arguments:
+        lines.append("Arguments:")
+        for name, value in arguments.items():
+            held = shown.get(name) if shown is not None else None
+            where = None
+            text = _shown(value)
+            if isinstance(held, Mapping):
+                # the check's own view: a secret argument is shown masked, with its origin
+                text = _shown(held.get("value", value))
+                where = held.get("origin")
+            origin = origins.get(name)
+            if isinstance(origin, Mapping):
+                where = origin.get("origin", where)
+            label = ORIGIN_WORDS.get(str(where), str(where)) if where else None
+            lines.append(f"  {name} = {text}" + (f"  ({label})" if label else ""))
+    labels = check.detail.get("labels")
+    if labels:
+        lines.append(f"Outside content read earlier in this session: {', '.join(labels)}")
+    lines.append("Yes runs it once, with exactly these arguments; no runs nothing.")
+    return "\n".join(lines)
+
+
+def accepted(answer: Any) -> bool:
+    """A yes: the form accepted, with `approve: true` (anything else is a no)."""
+    if isinstance(answer, Mapping):
+        action, content = answer.get("action"), answer.get("content")
+    else:
+        action, content = getattr(answer, "action", None), getattr(answer, "content", None)
+    return action == "accept" and isinstance(content, Mapping) and content.get("approve") is True
+
+
+def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, Any]) -> str:
+    """The session's token for a person's yes to exactly this call (in this process).
+
+    `session.approve(check)` where the SDK has it; else the token is signed by the session's own
+    tool check at the session's current point, which is what `approve` does.
+    """
+    signer = getattr(session, "approve", None)
+    if callable(signer) and check.approval:
+        return str(signer(check))
+    if isinstance(session, LocalSession):
+        engine = session._check  # noqa: SLF001 - the session's own engine signs its own token
+        call = {"tool": tool, "arguments": dict(arguments), "agent": session.agent}
+        head = getattr(session, "_head", None)  # the head the session keeps, where it keeps one
+        return engine.issue_token(call, session=session.history, head=head)
+    raise SelectorUnavailableError("this session's approvals are answered by the console")
+
+
+class Gateway:
+    """Upstream servers, the catalogue from them, one session, and the path every call takes."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        client: Client | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client or Client()
+        self.upstreams = {
+            name: Upstream(server, environ=environ) for name, server in config.servers.items()
+        }
+        self.entries: dict[str, catalogue_builder.Entry] = {}
+        self.catalogue: dict[str, Any] = {"tools": []}
+        self.session: Session | None = None
+        self.session_error: str | None = None
+        self.firewall: Any = None
+        self.firewall_error: str | None = None
+        self.pins: dict[str, Any] = {"servers": {}}
+        self.pins_error: str | None = None
+        self.changed: dict[str, list[str]] = {}  # tools withdrawn since start, with the diff
+        self.pending: dict[str, Pending] = {}
+        self.resources: dict[str, str] = {}  # uri -> server
+        self._lock = anyio.Lock()
+        self._group: Any = None
+
+    # -- starting and stopping ----------------------------------------------------------------
+
+    async def __aenter__(self) -> Gateway:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        for upstream in self.upstreams.values():
+            self._group.start_soon(upstream.run)
+        for upstream in self.upstreams.values():
+            with anyio.move_on_after(upstream.config.timeout):
+                await upstream.ready.wait()
+            if not upstream.ready.is_set():
+                upstream.error = (
+                    f"the server `{upstream.name}` cannot be reached: it did not answer within "
+                    f"{upstream.config.timeout:g} s"
+                )
+                upstream.abandon()
+        self._load_firewall()
+        self._load_pins()
+        self._open_session()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for upstream in self.upstreams.values():
+            await upstream.close()
+        self._group.cancel_scope.cancel()
+        await self._group.__aexit__(None, None, None)
+
+    def _load_firewall(self) -> None:
+        if self.config.firewall is None:
+            return
+        from stalwart_agents.chat import FirewallFileError, LocalFirewall
+
+        try:
+            self.firewall = LocalFirewall(self.config.firewall)
+        except (OSError, FirewallFileError) as exc:
+            self.firewall_error = f"the firewall cannot answer: {exc}"
+            log.error("gateway: %s", self.firewall_error)
+
+    def _load_pins(self) -> None:
+        try:
+            self.pins = pinning.load_pins(self.config.pins)
+        except pinning.PinsInvalid as exc:
+            self.pins_error = f"the pinned tools cannot be read: {exc}"
+            log.error("gateway: %s", self.pins_error)
+            self.pins = {"servers": {}}
+
+    def _open_session(self) -> None:
+        listed = {name: up.tools for name, up in self.upstreams.items() if up.error is None}
+        try:
+            self.catalogue, self.entries = catalogue_builder.build(self.config, listed, self.pins)
+        except catalogue_builder.CatalogueUnusable as exc:
+            self.session_error = str(exc)
+            log.error("gateway: %s", exc)
+            return
+        for entry in self.entries.values():
+            if entry.withdrawn:
+                self._report_withdrawn(entry, at_start=True)
+        self.catalogue["tools"].extend(self._content_tools())
+        # One agent reaches every tool of the servers: the console's sessions name their agent.
+        names = [tool["name"] for tool in self.catalogue["tools"]]
+        self.catalogue["agents"] = {self.config.agent: {"tools": names}}
+        try:
+            self.session = self.client.session(self.config.agent, catalogue=self.catalogue)
+        except (SelectorUnavailableError, RequestRefused) as exc:
+            self.session_error = f"the tool check cannot answer: {exc}"
+            log.error("gateway: %s", self.session_error)
+
+    def _content_tools(self) -> list[dict[str, Any]]:
+        """Catalogue entries that stand for reading a server's resources and prompts.
+
+        They are never offered to the client; reading a resource or a prompt of a server marked
+        `resources_outside` is recorded as a call of `<server>.__resources__`, so what it returned
+        labels the session as outside content does.
+        """
+        tools = []
+        for name, server in self.config.servers.items():
+            if server.resources_outside:
+                tools.append(
+                    {
+                        "name": f"{name}.__resources__",
+                        "description": f"reading a resource or prompt of {name}",
+                        "kind": "read",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"uri": {"type": "string"}},
+                        },
+                        "reads_outside": list(server.resources_outside),
+                    }
+                )
+        return tools
+
+    def _report_withdrawn(self, entry: catalogue_builder.Entry, *, at_start: bool) -> None:
+        before = pinning.approved(self.pins, entry.server, entry.tool)
+        event = {
+            "event": "gateway.tool_withdrawn",
+            "tool": entry.name,
+            "server": entry.server,
+            "why": entry.withdrawn,
+            "at": "start" if at_start else "tools/list",
+        }
+        if entry.withdrawn == "changed":
+            event["diff"] = pinning.diff(before, entry.definition)
+        log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
+
+    # -- tools/list -----------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The approved tools of every server that answers, listed again now.
+
+        A tool whose definition changed since it was approved is withdrawn from here on (it is
+        no longer offered, and a call of it is refused), and the change is reported with its diff.
+        """
+        offered = []
+        for upstream in self.upstreams.values():
+            if upstream.error is not None or upstream.client is None:
+                continue
+            try:
+                now = await upstream.list_tools()
+            except Exception as exc:  # noqa: BLE001 - an upstream that fails to list offers nothing
+                log.warning(
+                    "gateway: the server `%s` cannot list its tools: %s", upstream.name, exc
+                )
+                continue
+            upstream.tools = now
+            for defined in now:
+                name = f"{upstream.name}.{defined.get('name')}"
+                entry = self.entries.get(name)
+                if entry is None or entry.withdrawn or name in self.changed:
+                    continue
+                if pinning.digest(defined) != pinning.digest(entry.definition):
+                    self.changed[name] = pinning.diff(entry.definition, defined)
+                    self._report_withdrawn(
+                        replace(entry, definition=defined, withdrawn="changed"),
+                        at_start=False,
+                    )
+                    continue
+                offered.append(self._tool_of(entry))
+        return offered
+
+    @staticmethod
+    def _tool_of(entry: catalogue_builder.Entry) -> types.Tool:
+        defined = entry.definition
+        annotations = defined.get("annotations") or None
+        return types.Tool(
+            name=entry.name,
+            description=defined.get("description") or None,
+            input_schema=defined.get("inputSchema") or {"type": "object"},
+            annotations=types.ToolAnnotations.model_validate(annotations) if annotations else None,
+        )
+
+    # -- tools/call -----------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        elicit: Elicit | None = None,
+        input_required: bool = False,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One call from the client, decided and (only as decided) forwarded once.
+
+        `elicit` asks the person over the client's back-channel (a client that declared
+        elicitation, on a connection that has one); `input_required` says the client takes
+        an `InputRequiredResult` instead (the 2026-07-28 protocol), retried with its answer in
+        `input_responses` and the `request_state` it was given.
+        """
+        arguments = dict(arguments or {})
+        try:
+            if request_state is not None:
+                return await self._resume(name, arguments, input_responses, request_state)
+            return await self._call(name, arguments, elicit, input_required)
+        except Refusal as refused:
+            log.info("gateway: %s not made: %s", name, ", ".join(refused.reasons) or refused)
+            return error_result(refused.reasons, str(refused))
+
+    def _entry(self, name: str) -> catalogue_builder.Entry | None:
+        if self.session is None:
+            raise Refusal(
+                ["selector_unavailable"], self.session_error or "the tool check cannot answer"
+            )
+        if self.firewall_error is not None:
+            raise Refusal(["firewall_unavailable"], self.firewall_error)
+        server, _, _ = name.partition(".")
+        upstream = self.upstreams.get(server)
+        if upstream is not None and (upstream.error is not None or upstream.client is None):
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
+            )
+        if name in self.changed:
+            raise Refusal(
+                ["withdrawn"],
+                f"`{name}` is withdrawn: its description or schema changed since it was approved "
+                "(stalwart gateway approve)",
+            )
+        entry = self.entries.get(name)
+        if entry is not None and entry.withdrawn == "not_approved":
+            raise Refusal(
+                ["withdrawn"],
+                f"`{name}` is withdrawn: it is not approved (stalwart gateway approve)",
+            )
+        if entry is not None and entry.withdrawn == "changed":
+            raise Refusal(
+                ["withdrawn"],
+                f"`{name}` is withdrawn: its description or schema changed since it was approved "
+                "(stalwart gateway approve)",
+            )
+        return entry
+
+    async def _check(self, name: str, arguments: Mapping[str, Any], **given: Any) -> Check:
+        session = self.session
+        assert session is not None
+        try:
+            if isinstance(session, LocalSession):
+                return session.check_tool_call(name, arguments, **given)
+            return await anyio.to_thread.run_sync(
+                lambda: session.check_tool_call(name, arguments, **given)
+            )
+        except SelectorUnavailableError as exc:
+            raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+        except RequestRefused as exc:
+            raise Refusal(
+                ["selector_unavailable"], f"the console refused the check: {exc}"
+            ) from None
+
+    def _firewall(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        if self.firewall_error is not None:
+            raise Refusal(["firewall_unavailable"], self.firewall_error)
+        if self.firewall is None:
+            return None
+        try:
+            return self.firewall.evaluate({"tool": name, "arguments": dict(arguments)})
+        except SelectorUnavailableError as exc:
+            raise Refusal(["firewall_unavailable"], str(exc)) from None
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], elicit: Elicit | None, input_required: bool
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        entry = self._entry(name)
+        async with self._lock:
+            check = await self._check(name, arguments)
+        if check.decision == "refuse":
+            raise Refusal(check.reasons, f"`{name}` is refused")
+        forwarded = arguments
+        reasons = list(check.reasons) if check.decision == "confirm" else []
+        verdict = self._firewall(name, arguments)
+        if verdict is not None:
+            rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
+            if verdict.decision == "refuse":
+                raise Refusal([f"firewall: {rule}"], f"`{name}` is denied by the firewall")
+            if verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping):
+                forwarded = dict(verdict.arguments)
+                async with self._lock:
+                    check = await self._check(name, forwarded)
+                if check.decision == "refuse":
+                    raise Refusal(check.reasons, f"`{name}` is refused with its cleaned arguments")
+                reasons = list(check.reasons) if check.decision == "confirm" else []
+            if verdict.decision == "confirm":
+                reasons.append(f"firewall: {rule}")
+        token = None
+        if reasons:
+            if entry is None:
+                raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
+            token = await self._ask(
+                name, arguments, forwarded, check, reasons, elicit, input_required
+            )
+            if isinstance(token, types.InputRequiredResult):
+                return token
+        return await self._run(name, forwarded, token, entry)
+
+    async def _ask(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        forwarded: dict[str, Any],
+        check: Check,
+        reasons: list[str],
+        elicit: Elicit | None,
+        input_required: bool,
+    ) -> str | types.InputRequiredResult:
+        """A token for a person's yes to exactly `forwarded`, or a `Refusal`."""
+        session = self.session
+        assert session is not None
+        if not isinstance(session, LocalSession):
+            if not check.approval:
+                raise Refusal(
+                    reasons,
+                    f"`{name}` needs a person and the console holds no approval request for it",
+                )
+            try:
+                return await anyio.to_thread.run_sync(
+                    lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout)
+                )
+            except ApprovalDenied as exc:
+                raise Refusal(reasons, f"`{name}` was not approved: {exc}") from None
+            except ApprovalTimeout as exc:
+                raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
+            except SelectorUnavailableError as exc:
+                raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+        text = question(name, forwarded, reasons, check)
+        if elicit is not None:
+            try:
+                answer = await elicit(text, CONFIRM_SCHEMA)
+            except Exception as exc:  # noqa: BLE001 - an unanswered question is a no
+                raise Refusal(
+                    reasons, f"`{name}` was not approved: the question failed: {exc}"
+                ) from None
+            if not accepted(answer):
+                raise Refusal(reasons, f"`{name}` was not approved: the person said no")
+            return self._token(check, name, forwarded)
+        if input_required:
+            self._expire()
+            state = secrets.token_urlsafe(24)
+            self.pending[state] = Pending(
+                name, arguments, forwarded, check, reasons, time.monotonic()
+            )
+            request = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=text, requested_schema=CONFIRM_SCHEMA)
+            )
+            return types.InputRequiredResult(
+                input_requests={CONFIRM_KEY: request}, request_state=state
+            )
+        raise Refusal(
+            reasons,
+            f"`{name}` needs a person's yes and nobody can be asked: the client does not support "
+            "elicitation, and no console is set (STALWART_URL)",
+        )
+
+    def _token(self, check: Check, name: str, forwarded: Mapping[str, Any]) -> str:
+        assert self.session is not None
+        try:
+            return approve(self.session, check, name, forwarded)
+        except (SelectorUnavailableError, ValueError) as exc:
+            raise Refusal(
+                ["selector_unavailable"], f"the approval cannot be signed: {exc}"
+            ) from None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for state in [s for s, p in self.pending.items() if now - p.created > PENDING_TTL]:
+            del self.pending[state]
+        while len(self.pending) >= MAX_PENDING:
+            self.pending.pop(next(iter(self.pending)))
+
+    async def _resume(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        responses: Mapping[str, Any] | None,
+        state: str,
+    ) -> types.CallToolResult:
+        pending = self.pending.pop(state, None)
+        if pending is None or time.monotonic() - pending.created > PENDING_TTL:
+            raise Refusal(
+                ["token_invalid"], f"`{name}`: the question it answers is unknown or expired"
+            )
+        if pending.tool != name or canonical_json(pending.arguments) != canonical_json(arguments):
+            raise Refusal(["token_mismatch"], f"`{name}`: the answer is for another call")
+        answer = (responses or {}).get(CONFIRM_KEY)
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if not accepted(answer):
+            raise Refusal(pending.reasons, f"`{name}` was not approved: the person said no")
+        entry = self._entry(name)
+        token = self._token(pending.check, name, pending.forwarded)
+        return await self._run(name, pending.forwarded, token, entry)
+
+    async def _run(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: str | None,
+        entry: catalogue_builder.Entry | None,
+    ) -> types.CallToolResult:
+        """`session.execute`: checked again (with the token), forwarded once, recorded."""
+        session = self.session
+        assert session is not None
+        if entry is None:  # the check allowed a tool no server offers: never forwarded
+            raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
+        upstream = self.upstreams[entry.server]
+
+        def forward(call_arguments: dict[str, Any], context: Any) -> Any:
+            result = anyio.from_thread.run(upstream.call_tool, entry.tool, call_arguments)
+            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+        async with self._lock:
+            try:
+                outcome = await anyio.to_thread.run_sync(
+                    lambda: session.execute(name, arguments, forward, token=token)
+                )
+            except SelectorUnavailableError as exc:
+                raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+            except RequestRefused as exc:
+                raise Refusal(
+                    ["selector_unavailable"], f"the console refused the call: {exc}"
+                ) from None
+        kind = outcome.get("outcome")
+        if kind == "SUCCEEDED":
+            return types.CallToolResult.model_validate(outcome.get("result") or {"content": []})
+        reasons = [str(r) for r in outcome.get("reasons") or []]
+        if kind in ("REFUSED", "REJECTED", "CONFIRM"):
+            raise Refusal(reasons, f"`{name}` is refused")
+        error = str((outcome.get("detail") or {}).get("error") or ", ".join(reasons) or kind)
+        error = re.sub(r"^[A-Z]\w*: ", "", error)  # the reason, not the exception's class name
+        raise Refusal(
+            [str(kind).lower()], f"`{name}` did not complete on `{entry.server}`: {error}"
+        )
+
+    # -- resources and prompts ------------------------------------------------------------------
+
+    def _record_content(self, server: str, uri: str, result: Any) -> None:
+        if not self.config.servers[server].resources_outside or self.session is None:
+            return
+        content = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            self.session.record(f"{server}.__resources__", {"uri": uri}, content)
+        except Exception as exc:  # noqa: BLE001 - unrecorded outside content must not be handed on
+            raise Refusal(
+                ["selector_unavailable"], f"the content cannot be recorded: {exc}"
+            ) from None
+
+    def _connected(self) -> list[Upstream]:
+        return [u for u in self.upstreams.values() if u.error is None and u.client is not None]
+
+    async def list_resources(self) -> list[types.Resource]:
+        found = []
+        for upstream in self._connected():
+            try:
+                page = await upstream.connected().list_resources()
+            except Exception:  # noqa: BLE001 - a server without resources lists none
+                continue
+            for resource in page.resources:
+                self.resources.setdefault(str(resource.uri), upstream.name)
+                found.append(resource)
+        return found
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        server = self.resources.get(uri)
+        if server is None:
+            await self.list_resources()
+            server = self.resources.get(uri)
+        if server is None:
+            raise Refusal(["unknown_resource"], f"no server offers the resource `{uri}`")
+        upstream = self.upstreams[server]
+        if upstream.client is None:
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
+            )
+        result = await upstream.client.read_resource(uri)
+        async with self._lock:
+            self._record_content(server, uri, result)
+        return result
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        found = []
+        for upstream in self._connected():
+            try:
+                page = await upstream.connected().list_prompts()
+            except Exception:  # noqa: BLE001 - a server without prompts lists none
+                continue
+            for prompt in page.prompts:
+                found.append(prompt.model_copy(update={"name": f"{upstream.name}.{prompt.name}"}))
+        return found
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None
+    ) -> types.GetPromptResult:
+        server, _, prompt = name.partition(".")
+        upstream = self.upstreams.get(server)
+        if upstream is None or not prompt:
+            raise Refusal(["unknown_prompt"], f"no server offers the prompt `{name}`")
+        if upstream.client is None:
+            raise Refusal(
+                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
+            )
+        result = await upstream.client.get_prompt(prompt, dict(arguments or {}))
+        async with self._lock:
+            self._record_content(server, f"prompt:{prompt}", result)
+        return result

@@ -1,0 +1,107 @@
+"""The gateway as an MCP server to the client, over stdio or streamable HTTP (the `mcp` SDK's).
+
+A thin adapter: each request is handed to `core.Gateway`, which decides. A confirm is asked
+through elicitation in the client's era: on a handshake-era connection (`initialize`) with a
+back-channel, as an `elicitation/create` request the gateway sends; on a 2026-07-28 connection,
+as an `InputRequiredResult` the client answers by calling again (SEP-2322). A client that did
+not declare elicitation is never asked this way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .core import Gateway, Refusal
+
+NAME = "stalwart-gateway"
+
+
+def _elicits(ctx: Any) -> bool:
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    """The MCP server whose every request goes through `gateway`."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await gateway.list_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        elicit = None
+        if _elicits(ctx) and not modern and ctx.session.can_send_request:
+
+            async def elicit(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+                return await ctx.session.elicit_form(
+                    message, schema, related_request_id=ctx.request_id
+                )
+
+        return await gateway.call_tool(
+            params.name,
+            params.arguments,
+            elicit=elicit,
+            input_required=modern and _elicits(ctx),
+            input_responses=params.input_responses,
+            request_state=params.request_state,
+        )
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await gateway.list_resources())
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        try:
+            return await gateway.read_resource(str(params.uri))
+        except Refusal as refused:
+            raise _error(refused) from None
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await gateway.list_prompts())
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        try:
+            return await gateway.get_prompt(params.name, params.arguments)
+        except Refusal as refused:
+            raise _error(refused) from None
+
+    return Server(
+        NAME,
+        version="1",
+        instructions="Stalwart checks every tool call before it reaches the server behind it.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _error(refused: Refusal) -> Exception:
+    from mcp.shared.exceptions import MCPError
+
+    return MCPError(types.INVALID_PARAMS, str(refused), {"reasons": refused.reasons})
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(gateway)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(gateway: Gateway, *, host: str, port: int, ready: Any = None) -> None:
+    import uvicorn
+
+    server = build_server(gateway)
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    web = uvicorn.Server(config)
+    if ready is not None:
+        ready(web)
+    await web.serve()

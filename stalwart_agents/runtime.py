@@ -1,0 +1,878 @@
+"""The runtime: one session object behind every door, the only place the engines are wired together.
+
+A door -- `LocalSession` (the SDK in this process), the console's sessions API, `Agent.chat`, the
+command line, a framework adapter, the MCP gateway -- translates its shapes to a `RuntimeSession`'s
+and adds nothing else. What a session holds and runs:
+
+- **Wiring** (`wiring(...)`, shared): the catalogue, loaded and its schemas checked once per content
+  digest; the rulebook record; the settings; the router that reads the person's turns; the tool
+  check with the checks of what was said (S1, S2, the confirmation reading) plugged in, in the
+  modes the settings give (`said: {s1_veto: confirm, ...}`, default `confirm`). Built once per
+  (key, catalogue, rulebook, settings) and shared by every session that carries the same content,
+  so opening a session costs a digest, not a catalogue load.
+- **State** (per session): the signed history and the head it must end at, the person's turns, the
+  facts the host gives (`context`), the ledger of writes that ran, the writes of the current run
+  (for undo last first), pending approvals.
+
+On every check the runtime **derives the origin of each argument** where it can see it (see
+`derive_origins`): where the session holds the person's turns, a value the person typed is `typed`
+(from the turn), a value in a recorded result comes from that tool (`tool`, or `outside` for a tool
+that reads outside content: never vouched), anything else is the model's; a caller's claim can only
+make an origin less trusted. Where no turns were given, a claimed origin stands as the host's word.
+The decision's `detail.origins` says, per argument, where its value came from.
+
+A refusal, a block or a failure within a run **undoes the run's earlier writes, last first**: each
+compensation is itself checked (`compensation_of`) and run once under its own intent key. A run
+begins with each turn the person says (`read`) or with `begin_run()`.
+
+`confirm` is answered one way: a person's yes signs a token for exactly the call at this point of
+the history (`approve`); in this process an `approver` callback the host supplies asks them
+(`wait_for_approval`), and without one nothing runs. The call is then checked again with the token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from guard import engine
+from guard.engine import execution
+from guard.engine.checks import NAMES
+from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
+from guard.engine.execution import ExecutionContext
+from guard.engine.settings import load_settings
+
+#: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
+RUNTIME_SETTINGS = ("said", "language")
+#: What a check takes beside the call itself.
+OPTIONS = ("context", "token", "checks", "usage", "now", "cost")
+SAID_DEFAULT = {"s1_veto": "confirm", "s2_veto": "confirm", "confirm_read": "confirm"}
+#: How much each origin is trusted: a claim may only lower an origin, never raise it.
+TRUST = {"typed": 2, "tool": 1, "outside": 0, "model": 0}
+
+Facts = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
+Approver = Callable[[Mapping[str, Any]], bool]
+Function = Callable[[dict[str, Any], ExecutionContext], Any]
+
+
+class RuntimeError_(Exception):
+    """Base of the runtime's own errors (kept apart from Python's RuntimeError)."""
+
+
+class SettingsRefused(RuntimeError_):
+    """Settings the runtime cannot run with; the message names the setting."""
+
+
+# -- wiring, shared per content ----------------------------------------------------------------
+
+
+def content_digest(data: Any) -> str:
+    """SHA-256 of a JSON value's canonical form (sorted keys, no spaces)."""
+    return hashlib.sha256(
+        json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A catalogue or a rulebook record sealed once: its canonical JSON and that JSON's digest.
+
+    Sessions opened with the same sealed object cost a lookup, not a hash of the whole content:
+    `seal(agent.catalogue())` once, then open as many sessions with it as you like. It cannot be
+    changed after sealing (a changed catalogue is sealed again, and gets a wiring of its own).
+    """
+
+    text: str
+    digest: str
+
+    def data(self) -> Any:
+        return json.loads(self.text)
+
+
+def seal(data: Any) -> Sealed:
+    """Seal a catalogue or a rulebook record (see `Sealed`)."""
+    if isinstance(data, Sealed):
+        return data
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return Sealed(text, hashlib.sha256(text.encode()).hexdigest())
+
+
+def unsealed(data: Any) -> Any:
+    """The plain JSON value of what may be a sealed object."""
+    return data.data() if isinstance(data, Sealed) else data
+
+
+def split_settings(
+    settings: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, str], str]:
+    """(the tool check's settings, the said modes, the language) out of one settings mapping."""
+    given = dict(settings or {})
+    said = given.pop("said", None)
+    language = given.pop("language", None) or "en"
+    modes = dict(SAID_DEFAULT)
+    if said is not None:
+        if not isinstance(said, Mapping):
+            raise SettingsRefused("said: must map s1_veto, s2_veto, confirm_read to a mode")
+        said = dict(said)
+        grounded = said.pop("grounded", "confirm")
+        if grounded not in ("off", "confirm"):
+            raise SettingsRefused(f"said.grounded: runs off or confirm, not `{grounded}`")
+        if grounded == "off":  # the origin of values, step 11's `argument_origin`, switched off
+            listed = given.get("checks")
+            on = list(listed) if isinstance(listed, list) else sorted(NAMES)
+            given["checks"] = [name for name in on if name != "grounded"]
+        for name, mode in said.items():
+            if name not in SAID_DEFAULT:
+                raise SettingsRefused(f"said.{name}: is not a check of what was said")
+            if mode not in ("off", "refuse", "confirm"):
+                raise SettingsRefused(f"said.{name}: runs off, refuse or confirm, not `{mode}`")
+            modes[str(name)] = str(mode)
+    if language not in ("en", "pt-BR"):
+        raise SettingsRefused(f"language: is en or pt-BR, not `{language}`")
+    return given, modes, language
+
+
+@dataclass
+class Wiring:
+    """The engines wired for one content: the tool check (with the said checks) and the router."""
+
+    check: engine.ToolCheck
+    router: Any
+    modes: dict[str, str]
+    language: str
+
+    @property
+    def catalogue(self) -> Any:
+        return self.check.catalogue
+
+    def decide(
+        self,
+        call: Mapping[str, Any],
+        *,
+        history: engine.History,
+        head: Mapping[str, Any] | None,
+        turns: Sequence[str] = (),
+        context: Facts = None,
+        token: str | None = None,
+        checks: Sequence[str] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        now: Any = None,
+        cost: Any = None,
+    ) -> Decision:
+        """Decide one call with the origins derived here and the person's turns read; `cost` is
+        what the host reports the call costs, in cents (the tool's `cost:` counts too)."""
+        call = dict(call)
+        if not isinstance(history, engine.History) and head is not None:
+            try:  # verified once here; the check is then handed the verified history
+                history = self.check.load_history(history, head=head)
+            except engine.GuardError:
+                pass  # the check refuses it (history_invalid), naming what is wrong
+        if call.get("compensation_of") is not None:
+            # An undo answers to the step it undoes (step 6 holds it to exactly that), not to
+            # the person's last turn, which asked for the run and not for its undo.
+            turns = ()
+        arguments = call.get("arguments")
+        origins_detail: dict[str, Any] = {}
+        if (
+            isinstance(arguments, Mapping)
+            and isinstance(call.get("tool"), str)
+            and isinstance(history, engine.History)
+        ):
+            claimed = call.get("origins")
+            claimed = claimed if isinstance(claimed, Mapping) else {}
+            origins, origins_detail = derive_origins(
+                self, arguments, claimed, turns=turns, history=history
+            )
+            call["origins"] = origins
+        decision = self.check.check(
+            call,
+            session=history,
+            head=head,
+            context=context,
+            token=token,
+            checks=checks,
+            now=now,
+            usage=usage,
+            turns=list(turns),
+            **({"cost": cost} if cost is not None else {}),
+        )
+        if origins_detail:
+            decision = Decision(
+                decision.decision,
+                decision.reasons,
+                {**decision.detail, "origins": origins_detail},
+                decision.rule,
+            )
+        return decision
+
+
+_WIRING_SIZE = 256
+_wirings: OrderedDict[tuple, Wiring] = OrderedDict()
+_routers: OrderedDict[tuple, Any] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _remember(table: OrderedDict, key: tuple, value: Any) -> None:
+    with _lock:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > _WIRING_SIZE:
+            table.popitem(last=False)
+
+
+_catalogues: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _catalogue_for(catalogue: Any, digest: str, settings: Any) -> Any:
+    """The catalogue loaded, every tool's schema checked, once per content (whatever the key)."""
+    if hasattr(catalogue, "tools"):
+        return catalogue
+    key = (digest, content_digest(settings.tool_kinds), settings.infer)
+    with _lock:
+        found = _catalogues.get(key)
+    if found is None:
+        found = engine.load_catalogue(
+            unsealed(catalogue), tool_kinds=settings.tool_kinds, infer=settings.infer
+        )
+        _remember(_catalogues, key, found)
+    return found
+
+
+def _router_for(
+    catalogue: Any, catalogue_key: str, rulebook: Any, rulebook_key: str, language: str
+):
+    from router import engine as router_engine
+
+    key = (catalogue_key, rulebook_key, language)
+    with _lock:
+        found = _routers.get(key)
+    if found is None:
+        found = router_engine.Router(catalogue, rulebook=rulebook, language=language)
+        _remember(_routers, key, found)
+    return found
+
+
+def wiring(
+    catalogue: Mapping[str, Any] | Any,
+    *,
+    key: bytes,
+    rulebook: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    catalogue_digest: str | None = None,
+    rulebook_digest: str | None = None,
+) -> Wiring:
+    """The engines for this content, built once per (key, catalogue, rulebook, settings) and shared.
+
+    `catalogue_digest` / `rulebook_digest` may be given by a caller that already knows them (the
+    console keeps them per session), so that nothing is read or hashed again.
+    """
+    from router import engine as router_engine
+
+    check_settings, modes, language = split_settings(settings)
+    if catalogue_digest is None:
+        if isinstance(catalogue, Sealed):
+            catalogue_digest = catalogue.digest
+        elif hasattr(catalogue, "tools"):  # a loaded Catalogue: the object is its identity
+            catalogue_digest = f"loaded-{id(catalogue)}"
+        else:
+            catalogue_digest = content_digest(catalogue)
+    if rulebook_digest is None:
+        if isinstance(rulebook, Sealed):
+            rulebook_digest = rulebook.digest
+        else:
+            rulebook_digest = content_digest(rulebook) if rulebook else ""
+    identity = (
+        hashlib.sha256(key).hexdigest(),
+        catalogue_digest,
+        rulebook_digest,
+        content_digest(check_settings),
+        tuple(sorted(modes.items())),
+        language,
+    )
+    with _lock:
+        found = _wirings.get(identity)
+        if found is not None:
+            _wirings.move_to_end(identity)
+            return found
+    loaded_settings = load_settings(check_settings, known_checks=NAMES)
+    loaded = _catalogue_for(catalogue, catalogue_digest, loaded_settings)
+    rulebook = unsealed(rulebook)
+    router = _router_for(loaded, catalogue_digest, rulebook, rulebook_digest, language)
+    posts = [
+        post
+        for post in router_engine.said_checks(router, turns=None, modes=modes)
+        if post.name != "grounded"  # the origin of values is derived here, before step 11
+    ]
+    check = engine.ToolCheck(
+        loaded, key=key, rulebook=rulebook, settings=loaded_settings, post_checks=posts
+    )
+    built = Wiring(check, router, modes, language)
+    _remember(_wirings, identity, built)
+    return built
+
+
+# -- origins -------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:[.\s]\d{3})*(?:,\d+)?(?![\w])|\d+(?:[.,]\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    """Every number a turn writes, read the English way and the Brazilian way (`40,00`, `1.234,5`)."""
+    found: set[float] = set()
+    for match in _NUMBER.finditer(text):
+        token = match.group(0)
+        for form in (token.replace(",", ""), token.replace(".", "").replace(",", ".")):
+            try:
+                found.add(float(form.replace(" ", "")))
+            except ValueError:
+                continue
+    return found
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None and not isinstance(value, bool):
+        yield value
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What one turn says, as the origin check compares values against it."""
+
+    values: tuple[Any, ...]
+    numbers: frozenset[float]
+    folded: str
+    tokens: frozenset[str]
+
+
+_said_cache: OrderedDict[tuple[int, str], _Said] = OrderedDict()
+
+
+def _said(router: Any, turn: str) -> _Said:
+    from router.engine.text import fold
+
+    key = (id(router), turn)
+    with _lock:
+        found = _said_cache.get(key)
+    if found is not None:
+        return found
+    reading = router.read(turn)
+    values: list[Any] = []
+    values.extend(value.value for value in reading.values)
+    values.extend(value.text for value in reading.values)
+    values.extend(value.value for value in reading.texts)
+    folded = fold(turn)
+    found = _Said(tuple(values), frozenset(_numbers(turn)), folded, frozenset(folded.split()))
+    with _lock:
+        _said_cache[key] = found
+        while len(_said_cache) > 4096:
+            _said_cache.popitem(last=False)
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    from router.engine.text import fold
+
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    if isinstance(a, str) and isinstance(b, str):
+        return fold(a).strip() == fold(b).strip()
+    if isinstance(a, str) and isinstance(b, (int, float)):
+        return fold(a).strip() == str(b)
+    if isinstance(b, str) and isinstance(a, (int, float)):
+        return fold(b).strip() == str(a)
+    return a == b
+
+
+def _typed_in(leaf: Any, said: _Said) -> bool:
+    from router.engine.text import fold
+
+    if isinstance(leaf, (int, float)):
+        return float(leaf) in said.numbers or any(_same(leaf, value) for value in said.values)
+    text = fold(str(leaf)).strip()
+    if not text:
+        return True
+    return (
+        any(_same(leaf, value) for value in said.values)
+        or text in said.tokens
+        or (len(text) >= 3 and text in said.folded)
+    )
+
+
+def _returned_in(leaf: Any, result: Any) -> bool:
+    """Whether a result holds the value: as one of its values, or written inside its text (a
+    number or a name copied out of an e-mail's body counts as coming from that e-mail)."""
+    from router.engine.text import fold
+
+    wanted = fold(str(leaf)).strip() if isinstance(leaf, str) else None
+    for value in _leaves(result):
+        if _same(leaf, value):
+            return True
+        if not isinstance(value, str):
+            continue
+        if isinstance(leaf, (int, float)):
+            if float(leaf) in _numbers(value):
+                return True
+        elif wanted and len(wanted) >= 3 and wanted in fold(value):
+            return True
+    return False
+
+
+def _origin_of(
+    leaf: Any, readings: Sequence[_Said], entries: Sequence[Any], outside: Mapping[str, Any]
+) -> tuple[str, str]:
+    """Where one value came from: the latest turn that says it, else the latest result holding it."""
+    for index in range(len(readings) - 1, -1, -1):
+        if _typed_in(leaf, readings[index]):
+            return "typed", f"turn {index}"
+    for index in range(len(entries) - 1, -1, -1):
+        content = entries[index].content
+        if _returned_in(leaf, content.get("result")):
+            ran = str(content.get("tool"))
+            labels = content.get("labels") or ()
+            return ("outside" if ran in outside or labels else "tool"), f"history {index} ({ran})"
+    return "model", "model"
+
+
+def derive_origins(
+    wired: Wiring,
+    arguments: Mapping[str, Any],
+    claimed: Mapping[str, Any],
+    *,
+    turns: Sequence[str],
+    history: engine.History,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Each argument's origin and where it came from (see the module docstring).
+
+    Returns (origins for the tool check, detail per argument: `{origin, from}` with `from` one of
+    `turn N`, `history N (tool)`, `claim`, `model`, and `claimed` where a claim lowered it).
+    """
+    given = [turn for turn in turns if isinstance(turn, str) and turn.strip()]
+    origins: dict[str, str] = {}
+    detail: dict[str, Any] = {}
+    if not given:
+        for name in arguments:
+            word = claimed.get(name)
+            origin = word if isinstance(word, str) and word in TRUST else "model"
+            origins[name] = origin
+            detail[name] = {"origin": origin, "from": "claim" if name in claimed else "model"}
+        return origins, detail
+    readings = [_said(wired.router, turn) for turn in given]
+    outside = wired.catalogue.outside_tools
+    entries = list(history)
+    for name, value in arguments.items():
+        origin: str | None = None
+        source = "no value"
+        for leaf in _leaves(value):
+            leaf_origin, leaf_source = _origin_of(leaf, readings, entries, outside)
+            if origin is None or TRUST[leaf_origin] < TRUST[origin]:
+                origin, source = leaf_origin, leaf_source
+        origin = origin or "typed"  # nothing in it to vouch for (empty, null, true or false)
+        item: dict[str, Any] = {"origin": origin, "from": source}
+        word = claimed.get(name)
+        if isinstance(word, str) and word != origin:
+            weaker = word if word in TRUST else "model"
+            if TRUST[weaker] < TRUST[origin]:
+                item = {
+                    "origin": weaker,
+                    "from": "claim",
+                    "derived": origin,
+                    "derived_from": source,
+                }
+                origin = weaker
+        origins[name] = origin
+        detail[name] = item
+    return origins, detail
+
+
+# -- a session -----------------------------------------------------------------------------------
+
+
+def _as_function(function: Callable[..., Any]) -> Function:
+    from stalwart_agents.chat import as_tool
+
+    return as_tool(function)
+
+
+@dataclass
+class Pending:
+    """A call a person is asked about: the exact call their yes signs a token for."""
+
+    id: str
+    call: dict[str, Any]
+    decision: Decision
+    status: str = "pending"
+
+
+@dataclass
+class RuntimeSession:
+    """One conversation of one agent in this process (see the module docstring).
+
+    `functions(tool)` (or the `tools` mapping) gives the function that runs a tool, for `execute`
+    without a function and for the undo's compensations; `approver(request)` asks a person.
+    """
+
+    wired: Wiring
+    agent: str
+    session: str = field(default_factory=lambda: f"local-{uuid.uuid4()}")
+    approver: Approver | None = None
+    context: Facts = None
+    tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    functions: Callable[[str], Callable[..., Any] | None] | None = None
+    tenant: str = "local"
+
+    def __post_init__(self) -> None:
+        self.history = self.wired.check.new_history(self.session)
+        # The head this session's history must be at, kept apart from the history itself: a
+        # history swapped for another session's, emptied or cut short is refused (history_invalid).
+        self.head = self.history.head
+        self.turns: list[str] = []
+        self.ledger: dict[str, Any] = {}
+        self.run_writes: list[int] = []
+        self.pending: dict[str, Pending] = {}
+        self._ids = itertools.count(1)
+
+    # -- what the person said ------------------------------------------------------------------
+
+    def read(self, turn: str) -> None:
+        """Keep the person's turn (the checks of what was said read it) and begin a new run."""
+        if not isinstance(turn, str):
+            raise TypeError("a turn is the person's text")
+        self.turns.append(turn)
+        self.turns = self.turns[-50:]
+        self.begin_run()
+
+    def begin_run(self) -> None:
+        """A new run: a refusal from now on undoes only the writes made from now on."""
+        self.run_writes = []
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    def facts(self, context: Facts) -> Facts:
+        """The facts for one check: the call's own, over the session's (code); the file's win in
+        the engine, which reads them from the history."""
+        if context is None:
+            return self.context
+        if self.context is None:
+            return context
+        session_facts, call_facts = self.context, context
+
+        def merged() -> Mapping[str, Any]:
+            base = session_facts() if callable(session_facts) else session_facts
+            over = call_facts() if callable(call_facts) else call_facts
+            return {**dict(base or {}), **dict(over or {})}
+
+        return merged
+
+    def call_of(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> dict[str, Any]:
+        call: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
+        if self.agent:
+            call["agent"] = self.agent
+        for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
+            if given.get(name) is not None:
+                call[name] = given[name]
+        return call
+
+    def check_call(
+        self,
+        call: Mapping[str, Any],
+        *,
+        context: Facts = None,
+        token: str | None = None,
+        checks: Sequence[str] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        now: Any = None,
+        turns: Sequence[str] | None = None,
+        cost: Any = None,
+    ) -> Decision:
+        """Decide a call (a tool-call mapping): the one place every door's check goes through.
+
+        `turns` stands in for the person's turns (the undo's compensations, which the runtime
+        sends on its own, are read against none)."""
+        call = dict(call)
+        if self.agent:
+            call.setdefault("agent", self.agent)
+        decision = self.wired.decide(
+            call,
+            history=self.history,
+            head=self.head,
+            turns=self.turns if turns is None else turns,
+            context=self.facts(context),
+            token=token,
+            checks=checks,
+            usage=usage,
+            now=now,
+            cost=cost,
+        )
+        if decision.decision == CONFIRM:
+            ident = f"local-{next(self._ids)}"
+            self.pending[ident] = Pending(ident, call, decision)
+            decision = Decision(
+                decision.decision,
+                decision.reasons,
+                {**decision.detail, "approval": ident},
+                decision.rule,
+            )
+        return decision
+
+    def check(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> Decision:
+        """`check_call` for a tool and its arguments (`origins`, `labels`, `compensation_of`,
+        `plan`, `context`, `token`, `checks`, `usage`, `now` as keywords)."""
+        call = self.call_of(tool, arguments, **given)
+        options = {k: given[k] for k in OPTIONS if k in given}
+        return self.check_call(call, **options)
+
+    # -- confirmations -------------------------------------------------------------------------
+
+    def request(self, approval: str | Decision | Mapping[str, Any]) -> Pending:
+        ident = approval
+        if isinstance(approval, Decision):
+            ident = approval.detail.get("approval")
+        elif isinstance(approval, Mapping):
+            ident = approval.get("approval") or (approval.get("detail") or {}).get("approval")
+        found = self.pending.get(str(ident)) if ident else None
+        if found is None:
+            raise KeyError(f"no call of this session is waiting for `{ident}`")
+        return found
+
+    def approve(self, approval: str | Decision | Mapping[str, Any]) -> str:
+        """Sign a person's yes to exactly the call asked about, at this point of the history."""
+        pending = self.request(approval)
+        if pending.status != "pending":
+            raise PermissionError(f"`{pending.id}` was already {pending.status}")
+        pending.status = "approved"
+        return self.token_for(pending.call)
+
+    def approve_plan(self, plan: Mapping[str, Any]) -> str:
+        """Sign a person's approval of a plan (`{id, steps}`) for this session: each step then
+        runs only as the plan's next step, with the approved arguments."""
+        return self.wired.check.issue_plan_token(plan, session=self.history)
+
+    def deny(self, approval: str | Decision | Mapping[str, Any]) -> None:
+        self.request(approval).status = "denied"
+
+    def token_for(self, call: Mapping[str, Any]) -> str:
+        """A token for exactly this call at the session's head (the host is the person's yes)."""
+        return self.wired.check.issue_token(call, session=self.history, head=self.head)
+
+    def question(self, pending: Pending) -> dict[str, Any]:
+        """What a person is shown: the call, each argument with its origin, and the reasons."""
+        detail = pending.decision.detail
+        return {
+            "approval": pending.id,
+            "tool": pending.call.get("tool"),
+            "agent": pending.call.get("agent"),
+            "arguments": detail.get("arguments") or dict(pending.call.get("arguments") or {}),
+            "origins": detail.get("origins", {}),
+            "reasons": list(pending.decision.reasons),
+        }
+
+    def ask(self, approval: str | Decision | Mapping[str, Any]) -> str | None:
+        """Ask the host's approver about a waiting call: the token on yes, None on no.
+
+        Without an approver nobody can answer here: `NoApprover` is raised and nothing runs.
+        """
+        pending = self.request(approval)
+        if self.approver is None:
+            raise NoApprover("nobody to ask here: give the session an approver, or use the console")
+        answer = self.approver(self.question(pending))
+        if answer is True:
+            return self.approve(pending.id)
+        self.deny(pending.id)
+        return None
+
+    # -- what ran ------------------------------------------------------------------------------
+
+    def record_call(
+        self, call: Mapping[str, Any], result: Any, *, cost: Any = None, **extra: Any
+    ) -> Any:
+        """Append a call that ran to the signed history; a write joins the run's writes."""
+        if not self.history.at_head(self.head):
+            raise engine.HistoryInvalid("the history does not end at the head kept for its session")
+        call = dict(call)
+        if self.agent:
+            call.setdefault("agent", self.agent)
+        if cost is not None:
+            extra["cost"] = cost
+        entry = self.wired.check.record(self.history, call, result, **extra)
+        self.head = self.history.head
+        tool = self.wired.catalogue.tools.get(str(call.get("tool")))
+        if (tool is None or tool.kind != "read") and call.get("compensation_of") is None:
+            self.run_writes.append(len(self.history) - 1)
+        return entry
+
+    def record(self, tool: str, arguments: Mapping[str, Any], result: Any, **given: Any) -> Any:
+        return self.record_call(self.call_of(tool, arguments, **given), result)
+
+    def function(self, tool: str) -> Function | None:
+        found = self.tools.get(tool)
+        if found is None and self.functions is not None:
+            try:
+                found = self.functions(tool)
+            except Exception:  # noqa: BLE001 - no function for it: reported, not guessed
+                found = None
+        return _as_function(found) if found is not None else None
+
+    def execute(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Callable[..., Any] | None = None,
+        *,
+        authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
+        user: str = "",
+        **given: Any,
+    ) -> dict[str, Any]:
+        """Check the call, run it once per intent, record it; undo the run on a refusal.
+
+        Outcomes: `SUCCEEDED`, `CONFIRM` (nothing ran; `approval` names the request), `REFUSED`,
+        `REJECTED` (the arguments), `BLOCKED`, `FAILED`, `UNCERTAIN`. After a refusal, a block or
+        a failure, `undone` reports the run's earlier writes undone last first.
+        """
+        call = self.call_of(tool, arguments, **given)
+        options = {k: given[k] for k in OPTIONS if k in given}
+        decision = self.check_call(call, **options)
+        if decision.decision == REFUSE:
+            kind = (
+                "REJECTED"
+                if any(r.startswith("argument_schema") for r in decision.reasons)
+                else "REFUSED"
+            )
+            outcome = {
+                "outcome": kind,
+                "reasons": list(decision.reasons),
+                "detail": decision.detail,
+            }
+            return self._undo_into(outcome)
+        if decision.decision == CONFIRM:
+            return {
+                "outcome": "CONFIRM",
+                "reasons": list(decision.reasons),
+                "detail": decision.detail,
+                "approval": decision.detail.get("approval"),
+            }
+        runner = _as_function(function) if function is not None else self.function(tool)
+        if runner is None:
+            return self._undo_into(
+                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+            )
+        return self.run_allowed(
+            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
+        )
+
+    def run_allowed(
+        self,
+        call: Mapping[str, Any],
+        runner: Function,
+        decision: Decision,
+        *,
+        authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
+        user: str = "",
+        cost: Any = None,
+    ) -> dict[str, Any]:
+        """Run a call the check allowed (the executor's rules) and record it (with the `cost`
+        the host reports, where it reports one)."""
+        tool = str(call["tool"])
+        known = self.wired.catalogue.tools.get(tool)
+        from stalwart_agents.client import execute_here
+
+        outcome = execute_here(
+            ledger=self.ledger,
+            entries=[entry.content for entry in self.history],
+            tool=tool,
+            arguments=call.get("arguments") or {},
+            function=runner,
+            write=known is None or known.kind != "read",
+            tenant=self.tenant,
+            session=self.history.session,
+            agent=self.agent,
+            user=user,
+            authorize=authorize,
+        )
+        if outcome["outcome"] == "SUCCEEDED":
+            if not outcome.pop("suppressed", False):
+                self.record_call(call, outcome["result"], cost=cost)
+            outcome["reasons"] = list(decision.reasons)
+            return outcome
+        return self._undo_into(outcome)
+
+    # -- undo last first -----------------------------------------------------------------------
+
+    def _undo_into(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        undone = self.undo_run()
+        if undone:
+            outcome["undone"] = undone
+        return outcome
+
+    def undo_run(self) -> list[dict[str, Any]]:
+        """Compensate this run's writes, last first; each compensation checked and keyed."""
+        if not self.run_writes:
+            return []
+        entries = [entry.content for entry in self.history]
+        done = [i for i in range(len(self.history)) if self.history.undone_by(i) is not None]
+        steps = execution.undo_plan(self.wired.catalogue, entries, self.run_writes, undone=done)
+        self.run_writes = []
+        report: list[dict[str, Any]] = []
+        for step in steps:
+            item: dict[str, Any] = {"index": step.index, "tool": step.tool, "status": step.status}
+            if step.status == "compensate":
+                item["compensation"] = step.compensation
+                call = {
+                    "tool": step.compensation,
+                    "arguments": dict(step.arguments),
+                    "compensation_of": step.index,
+                }
+                agent = entries[step.index].get("agent") or self.agent
+                if agent:
+                    call["agent"] = agent
+                # The runtime sends the undo itself: the person's last turn asked for the run, not
+                # for its undo, so the checks of what was said have nothing to read in it.
+                decision = self.check_call(call, turns=())
+                runner = self.function(step.compensation)
+                if decision.decision != ALLOW:
+                    item.update(status="failed", reasons=list(decision.reasons))
+                elif runner is None:
+                    item.update(status="failed", reasons=["no_function"])
+                else:
+                    ran = self.run_allowed(call, runner, decision)
+                    ok = ran["outcome"] == "SUCCEEDED"
+                    item["status"] = "compensated" if ok else "failed"
+                    if not ok:
+                        item["reasons"] = list(ran.get("reasons") or [])
+            elif step.status == "unbound":
+                item["missing"] = list(step.missing)
+            report.append(item)
+        return report
+
+
+class NoApprover(RuntimeError_):
+    """Nobody in this process can answer a `confirm`: the call is not made."""
+
+
+def open_session(
+    agent: str,
+    *,
+    catalogue: Mapping[str, Any] | Any,
+    key: bytes,
+    rulebook: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **state: Any,
+) -> RuntimeSession:
+    """A session of `agent` over the wiring for this content (shared, built once)."""
+    wired = wiring(catalogue, key=key, rulebook=rulebook, settings=settings)
+    if wired.catalogue.agents and agent not in wired.catalogue.agents:
+        raise SettingsRefused(f"agent: `{agent}` is not an agent of the catalogue")
+    return RuntimeSession(wired, agent, **state)

@@ -1,0 +1,127 @@
+"""gateway.yaml: strict, bounded, every problem named by key path and line; secrets never shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from stalwart_agents import cli
+from stalwart_agents.gateway.config import (
+    GatewayConfigInvalid,
+    MissingVariable,
+    load_config,
+    resolve,
+)
+
+GOOD = """\
+agent: desk
+servers:
+  fs:
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-filesystem", /srv/shared]
+    tools:
+      write_file: {after: [read_file], at_most: 3, free_text: [content]}
+  github:
+    url: https://mcp.example.org/mcp
+    headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
+    reads_outside: [github]
+"""
+
+
+def write(tmp_path, text: str):  # noqa: ANN001, ANN201
+    path = tmp_path / "gateway.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems(tmp_path, text: str) -> list[str]:  # noqa: ANN001
+    with pytest.raises(GatewayConfigInvalid) as caught:
+        load_config(write(tmp_path, text))
+    return [problem.render("gateway.yaml") for problem in caught.value.problems]
+
+
+def test_a_good_file_loads_with_its_marks_and_defaults(tmp_path) -> None:  # noqa: ANN001
+    config = load_config(write(tmp_path, GOOD))
+    assert config.agent == "desk"
+    assert config.servers["fs"].transport == "stdio"
+    assert config.servers["fs"].tools["write_file"].after == ("read_file",)
+    assert config.servers["fs"].tools["write_file"].free_text == ("content",)
+    assert config.servers["github"].reads_outside == ("github",)
+    assert config.pins == (tmp_path / "gateway.pins.json").resolve()
+
+
+def test_every_problem_is_named_by_key_path_and_line(tmp_path) -> None:  # noqa: ANN001
+    found = problems(
+        tmp_path,
+        "agent: desk\n"
+        "colour: blue\n"
+        "servers:\n"
+        "  shop:\n"
+        "    command: python\n"
+        "    url: https://example.org/mcp\n"
+        "  web:\n"
+        "    url: ftp://example.org\n"
+        "    tools:\n"
+        "      fetch: {kind: maybe, at_most: -1, colour: red}\n"
+        "  Bad.Name:\n"
+        "    command: x\n",
+    )
+    assert "gateway.yaml:2: colour: is not a section of gateway.yaml" in found
+    assert "gateway.yaml:4: servers.shop: give one of `command` and `url`, not both" in found
+    assert (
+        "gateway.yaml:8: servers.web.url: must be an http(s) URL, not `ftp://example.org`" in found
+    )
+    assert any(
+        p.startswith("gateway.yaml:10: servers.web.tools.fetch.kind: must be") for p in found
+    )
+    assert any("servers.web.tools.fetch.at_most" in p for p in found)
+    assert "gateway.yaml:10: servers.web.tools.fetch.colour: is not a mark of a tool" in found
+    assert any(
+        p.startswith("gateway.yaml:11: servers.Bad.Name: is not a usable server name")
+        for p in found
+    )
+
+
+def test_headers_come_from_the_environment_and_a_missing_one_names_no_value() -> None:
+    headers = {"Authorization": "Bearer ${GITHUB_TOKEN}"}
+    assert resolve(headers, {"GITHUB_TOKEN": "ghp_s3cret"}, "servers.github.headers") == {
+        "Authorization": "Bearer ghp_s3cret"
+    }
+    with pytest.raises(MissingVariable) as caught:
+        resolve(headers, {}, "servers.github.headers")
+    assert str(caught.value) == (
+        "servers.github.headers.Authorization: the environment variable `GITHUB_TOKEN` is not set"
+    )
+
+
+def test_a_file_that_is_not_yaml_or_too_large_is_refused(tmp_path) -> None:  # noqa: ANN001
+    assert problems(tmp_path, "servers: [unclosed\n")[0].startswith("gateway.yaml:")
+    assert "is not valid YAML" in problems(tmp_path, "servers: [unclosed\n")[0]
+    huge = "servers:\n" + "".join(f"  s{i}:\n    command: x\n" for i in range(65))
+    assert problems(tmp_path, huge) == ["gateway.yaml:1: servers: names more than 64 servers"]
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(20)
+    )
+    assert "is not valid YAML" in problems(tmp_path, bomb)[0]
+
+
+def test_the_command_exits_1_naming_every_problem_and_never_a_traceback(tmp_path, capsys) -> None:  # noqa: ANN001
+    path = write(tmp_path, "servers:\n  shop: {command: python, port: 3}\n")
+    assert cli.main(["gateway", "--config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "servers.shop.port: is not a field of a server" in err
+    assert "Traceback" not in err
+
+
+def test_the_command_without_a_config_is_a_usage_error(capsys) -> None:  # noqa: ANN001
+    assert cli.main(["gateway"]) == 2
+    assert "--config" in capsys.readouterr().err
+    assert cli.main(["gateway", "--config", "nowhere.yaml"]) == 1
+
+
+def test_http_needs_a_port_and_a_port_needs_http(tmp_path, capsys) -> None:  # noqa: ANN001
+    path = write(tmp_path, GOOD)
+    assert cli.main(["gateway", "--config", str(path), "--http"]) == 2
+    assert "give --port with --http" in capsys.readouterr().err
+    assert cli.main(["gateway", "--config", str(path), "--port", "8765"]) == 2
+    assert "--port is for --http" in capsys.readouterr().err

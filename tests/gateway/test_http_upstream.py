@@ -1,0 +1,64 @@
+"""An upstream over streamable HTTP: headers filled from the environment, never logged."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+
+import anyio
+
+from stalwart_agents import cli
+from stalwart_agents.gateway import Gateway, load_config
+from tests.gateway.conftest import ROOT, free_port
+
+SECRET = "tok-s3cret-42"
+
+
+def test_headers_come_from_the_environment_and_never_reach_a_log(
+    tmp_path, monkeypatch, caplog, capsys
+) -> None:  # noqa: ANN001
+    port = free_port()
+    server = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "tests.gateway.servers", "web", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        import socket
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert server.poll() is None, "the HTTP server exited"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        monkeypatch.setenv("GATEWAY_TEST_TOKEN", SECRET)
+        path = tmp_path / "gateway.yaml"
+        path.write_text(
+            "servers:\n  web:\n"
+            f"    url: http://127.0.0.1:{port}/mcp\n"
+            "    headers: {Authorization: 'Bearer ${GATEWAY_TEST_TOKEN}'}\n",
+            encoding="utf-8",
+        )
+        assert SECRET not in path.read_text(encoding="utf-8")
+        assert cli.main(["gateway", "approve", "--config", str(path), "--verbose"]) == 0
+        caplog.set_level(logging.DEBUG)
+
+        async def run():  # noqa: ANN202
+            async with Gateway(load_config(path)) as gateway:
+                return await gateway.call_tool("web.whoami", {})
+
+        result = anyio.run(run)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert not result.is_error, result.content
+    assert result.content[0].text == "authorised"
+    captured = capsys.readouterr()
+    assert SECRET not in caplog.text + captured.out + captured.err
+    assert SECRET not in (tmp_path / "gateway.pins.json").read_text(encoding="utf-8")
