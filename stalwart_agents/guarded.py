@@ -33,7 +33,6 @@ from stalwart_agents.client import (
     ApprovalDenied,
     Check,
     Client,
-    LocalSession,
     RemoteSession,
     SelectorUnavailableError,
     Session,
@@ -120,27 +119,9 @@ def open_session(
     rulebook: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> Session:
-    """`client.session(...)`, with `settings=` where the SDK takes it.
-
-    Where `Client.session` does not take `settings=` yet, an in-process session is built the one
-    way the SDK allows today: a `LocalSession` over the tool check with those settings and the
-    client's own key. Against the console the settings are the organisation's.
-    """
-    if not settings:
-        return client.session(agent, catalogue=catalogue, rulebook=rulebook)
-    try:
-        return client.session(agent, catalogue=catalogue, rulebook=rulebook, settings=settings)
-    except TypeError:
-        if client.remote:
-            raise SelectorUnavailableError(
-                "this SDK's console sessions take the organisation's settings; pass no settings="
-            ) from None
-    from guard import engine
-
-    key = client._key  # noqa: SLF001 - the shim until Client.session takes settings=
-    return LocalSession(
-        agent, engine.ToolCheck(catalogue, key=key, rulebook=rulebook, settings=settings)
-    )
+    """`client.session(...)`: in this process, or the console's with `STALWART_URL` (where the
+    settings can only make the organisation's stricter)."""
+    return client.session(agent, catalogue=catalogue, rulebook=rulebook, settings=settings)
 
 
 class Guard:
@@ -348,10 +329,7 @@ class Guard:
             raise SelectorUnavailableError(
                 f"`{outcome.tool}` is no longer waiting for a person: {check.decision}"
             )
-        approve = getattr(session, "approve", None)
-        if callable(approve):
-            return approve(check)
-        return _sign_here(session, outcome)
+        return session.approve(check)
 
     def resume(
         self,
@@ -434,22 +412,6 @@ def _missing(tool: str) -> Function:
         raise LookupError(f"no function runs `{tool}` here")
 
     return missing
-
-
-def _sign_here(session: Session, outcome: Outcome) -> str:
-    """The smallest shim for an SDK without `session.approve`: the in-process runtime signs the
-    person's yes to exactly this call at its session's current point."""
-    if not isinstance(session, LocalSession):
-        raise SelectorUnavailableError("nobody here can sign a person's yes for this session")
-    call: dict[str, Any] = {
-        "tool": outcome.tool,
-        "arguments": dict(outcome.arguments),
-        "agent": session.agent,
-    }
-    if outcome.origins:
-        call["origins"] = dict(outcome.origins)
-    check = session._check  # noqa: SLF001 - the shim until Session.approve is on main
-    return check.issue_token(call, session=session.history, head=session._head)  # noqa: SLF001
 
 
 def agent_functions(agent: Any) -> dict[str, Function]:
