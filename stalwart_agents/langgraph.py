@@ -115,8 +115,11 @@ def _refusal(outcome: Outcome, call: Mapping[str, Any]) -> ToolMessage:
     )
 
 
-def guarded_tool_call(guard: Guard, request: Any, handler: Callable[[Any], Any]) -> Any:
-    """One tool call of a LangGraph `ToolCallRequest`, through the check (see the module)."""
+def guarded_tool_call(
+    guard: Guard, request: Any, handler: Callable[[Any], Any], *, context: Any = None
+) -> Any:
+    """One tool call of a LangGraph `ToolCallRequest`, through the check (see the module);
+    `context` is the facts of this call (a mapping, a function or a `Context`; else the guard's)."""
     read_turns(guard, _messages(request.state))
     call = dict(request.tool_call)
     tool = str(call.get("name"))
@@ -133,23 +136,25 @@ def guarded_tool_call(guard: Guard, request: Any, handler: Callable[[Any], Any])
         return {"command": repr(message)[:2000]}
 
     guard.run = {**guard.run, **_run_ids()}
-    outcome = guard.call_with(tool, arguments, function=run)
+    outcome = guard.call_with(tool, arguments, function=run, context=context)
     if outcome.status == CONFIRM:
         answer = interrupt(outcome.prompt)
-        outcome = guard.resume(outcome, answer, function=run)
+        outcome = guard.resume(outcome, answer, function=run, context=context)
     if outcome.status == RAN and "message" in answered:
         return answered["message"]
     return _refusal(outcome, call)
 
 
-async def aguarded_tool_call(guard: Guard, request: Any, handler: Callable[[Any], Any]) -> Any:
+async def aguarded_tool_call(
+    guard: Guard, request: Any, handler: Callable[[Any], Any], *, context: Any = None
+) -> Any:
     """`guarded_tool_call` for an async handler (`ainvoke`, `astream`)."""
     loop = asyncio.get_running_loop()
 
     def run_here(changed: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(handler(changed), loop).result()
 
-    return await asyncio.to_thread(guarded_tool_call, guard, request, run_here)
+    return await asyncio.to_thread(guarded_tool_call, guard, request, run_here, context=context)
 
 
 class StalwartMiddleware(AgentMiddleware):
@@ -159,33 +164,40 @@ class StalwartMiddleware(AgentMiddleware):
     checkpointer is needed for a `confirm` to interrupt and resume.
     """
 
-    def __init__(self, guard: Guard) -> None:
+    def __init__(self, guard: Guard, *, context: Any = None) -> None:
         super().__init__()
         self.guard = guard
+        self.context = context
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         read_turns(self.guard, _messages(state))
         return None
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        return guarded_tool_call(self.guard, request, handler)
+        return guarded_tool_call(self.guard, request, handler, context=self.context)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """The same check for `ainvoke`: the guard's (synchronous) path runs in a worker thread,
         with LangGraph's context, and the framework's own async tool runs back on this loop."""
-        return await aguarded_tool_call(self.guard, request, handler)
+        return await aguarded_tool_call(self.guard, request, handler, context=self.context)
 
 
 class StalwartToolNode(ToolNode):
     """LangGraph's prebuilt `ToolNode`, with every call it runs put through `guard` first."""
 
-    def __init__(self, tools: Sequence[Any], *, guard: Guard, **options: Any) -> None:
+    def __init__(
+        self, tools: Sequence[Any], *, guard: Guard, context: Any = None, **options: Any
+    ) -> None:
         if "wrap_tool_call" in options or "awrap_tool_call" in options:
             raise ValueError("a StalwartToolNode's wrapper is the guard's: pass no wrap_tool_call")
         super().__init__(
             tools,
-            wrap_tool_call=lambda request, handler: guarded_tool_call(guard, request, handler),
-            awrap_tool_call=lambda request, handler: aguarded_tool_call(guard, request, handler),
+            wrap_tool_call=lambda request, handler: guarded_tool_call(
+                guard, request, handler, context=context
+            ),
+            awrap_tool_call=lambda request, handler: aguarded_tool_call(
+                guard, request, handler, context=context
+            ),
             **options,
         )
         self.guard = guard

@@ -73,3 +73,49 @@ def test_a_context_function_that_fails_makes_no_call(shop):
     else:
         assert outcome.status == "refused" and outcome.reasons == ("facts_unavailable",)
     assert refunded == []
+
+
+def test_the_chapters_langgraph_sentences_run_as_written(shop):
+    """ "O middleware de guarda, build_stalwart_graph e Guard.call_with também recebem context=, e
+    stalwart_agents.facts.Context(facts=agent.facts) lê para eles os facts: do arquivo.\""""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from stalwart_agents.langgraph import StalwartMiddleware, build_stalwart_graph
+    from tests.frameworks.test_langgraph import call, scripted
+
+    context = Context(facts=shop.facts)
+    context.observe("get_order", {"order_id": "4411"}, PAID)
+
+    def refund_card(order_id: str, amount: float) -> dict:
+        """Refunds an amount of an order."""
+        return {"refunded": amount}
+
+    def run(middleware):  # noqa: ANN001, ANN202
+        model = scripted(call("refund_card", {"order_id": "4411", "amount": 33.0}, "c1"))
+        agent = create_agent(
+            model,
+            [StructuredTool.from_function(refund_card)],
+            middleware=[middleware],
+            checkpointer=InMemorySaver(),
+        )
+        config = {"configurable": {"thread_id": "facts"}}
+        return agent.invoke({"messages": [HumanMessage("refund order 4411")]}, config)
+
+    with_facts = run(StalwartMiddleware(Guard.for_agent(shop, "billing"), context=context))
+    assert "argument_origin: amount" in with_facts["__interrupt__"][0].value["reasons"]
+    without = run(StalwartMiddleware(Guard.for_agent(shop, "billing")))
+    refusal = [m for m in without["messages"] if isinstance(m, ToolMessage)][-1]
+    assert "__interrupt__" not in without and "refuse" in refusal.content  # flow refunds
+    guard = Guard.for_agent(shop, "billing")
+    outcome = guard.call_with(
+        "refund_card",
+        {"order_id": "4411", "amount": 33.0},
+        function=lambda a: "ok",
+        context=context,
+    )
+    assert outcome.status == "confirm"
+    graph = build_stalwart_graph(shop, require_proof=False, models={}, context={"order_paid": True})
+    assert graph.stalwart_guards["billing"].context.code == {"order_paid": True}
