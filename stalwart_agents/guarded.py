@@ -316,9 +316,9 @@ class Guard:
     def approve(self, outcome: Outcome, *, context: Any = None) -> str:
         """The signed token for exactly the call `outcome` showed a person (see `resume`)."""
         session = self.session
+        asked = self._asked.pop(_call_key(outcome.tool, outcome.arguments), None)
         if isinstance(session, RemoteSession):
-            approval = self._asked.pop(_call_key(outcome.tool, outcome.arguments), None)
-            approval = approval or outcome.approval
+            approval = asked or outcome.approval
             if not approval:
                 raise SelectorUnavailableError("the console asked for no approval of this call")
             return session.wait_for_approval(approval, timeout=self.wait_timeout)

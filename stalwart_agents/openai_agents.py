@@ -126,7 +126,9 @@ class StalwartTools:
         self._checked[call_id] = (self._point(tool, params), check)
         if check.decision != "confirm":
             return False
-        prompt = self.guard.prompt(tool, dict(params), check.reasons, check.detail)
+        prompt = self.guard.prompt(
+            tool, dict(params), check.reasons, check.detail, approval=check.approval
+        )
         self._pending[call_id] = Outcome(
             CONFIRM,
             tool,

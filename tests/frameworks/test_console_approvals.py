@@ -59,3 +59,39 @@ def test_the_interrupt_carries_the_console_request_and_the_resume_waits_for_its_
     assert (
         '"refunded": 40.0' in [m for m in out["messages"] if isinstance(m, ToolMessage)][-1].content
     )
+
+
+def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
+    shop, console_client, approver, client_for
+):
+    import asyncio
+
+    from agents import Agent as SdkAgent
+    from agents import Runner
+
+    from stalwart_agents.openai_agents import StalwartTools
+    from tests.frameworks.scripted_agents_model import ScriptedModel
+
+    refunded = []
+    guard = Guard.for_agent(
+        shop,
+        "billing",
+        client=console_client,
+        wait_timeout=20,
+        tools={"refund_card": lambda arguments: refunded.append(arguments) or {"refunded": 1}},
+    )
+    guard.context.observe("get_order", {"order_id": "4411"}, PAID)
+    tools = StalwartTools(guard, shop.catalogue())
+    model = ScriptedModel(("refund_card", {"order_id": "4411", "amount": 40.0}, "c1"), "done")
+    agent = SdkAgent(name="billing", tools=tools.tools, model=model)
+    config = tools.run_config(tracing_disabled=True)
+    result = asyncio.run(Runner.run(agent, "refund order 4411", run_config=config))
+    (item,) = result.interruptions
+    approval = tools.prompt(item)["approval"]
+    assert approval and refunded == []
+    assert client_for(approver).post(f"/v1/approvals/{approval}/approve").status_code == 200
+    state = result.to_state()
+    state.approve(item)
+    resumed = asyncio.run(Runner.run(agent, state, run_config=config))
+    assert resumed.final_output == "done"
+    assert refunded == [{"order_id": "4411", "amount": 40.0}]
