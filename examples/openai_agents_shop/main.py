@@ -84,8 +84,8 @@ async def main() -> None:
     model = ScriptedModel(
         ("get_order", {"order_id": "4411"}, "c1"),
         "Order 4411 is paid.",
-        ("charge_card", {"order_id": "4411", "amount": 40}, "c2"),
-        "Charged 40.",
+        ("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
+        "Charged 35.",
         ("delete_order", {"order_id": "4411"}, "c3"),
         "I cannot delete orders.",
         ("read_inbox", {}, "c4"),

@@ -35,6 +35,7 @@ def test_the_example_reads_confirms_refuses_and_holds_the_injected_write(name):
     assert '"status": "paid"' in output  # the read turn
     assert output.count("the person sees:") == 2  # the write, and the injected write
     assert "tainted_call" in output and "unknown_tool" in output
-    assert charges(output) == [{"amount": 40, "order_id": "4411"}]  # never the 999
+    (charged,) = charges(output)  # the one the person said yes to, never the injected 999
+    assert charged == {"amount": 40 if name == "langgraph_shop" else 35, "order_id": "4411"}
     if name == "langgraph_shop":
         assert "graph proved == graph running: True" in output
