@@ -298,3 +298,13 @@ def test_outside_content_one_agent_read_taints_the_next_agents_write(shop):
     assert desk.call_with("read_inbox", {}).status == "ran"
     after = billing.check("refund_card", refund)
     assert after.decision == "confirm" and "tainted_call" in after.reasons
+
+
+def test_a_step_that_tries_an_edge_the_proved_graph_lacks_stops_the_run():
+    from stalwart_agents.client import SelectorUnavailableError
+    from stalwart_agents.langgraph import _route
+
+    route = _route("desk_router", frozenset({"desk_end", "desk_check_get_order"}))
+    assert route({"stalwart": {"next": "desk_end"}}) == "desk_end"
+    with pytest.raises(SelectorUnavailableError, match="does not allow"):
+        route({"stalwart": {"next": "billing_tool_refund_card"}})
