@@ -65,6 +65,7 @@ bench: install
 	$(PY) -m benchmarks.sequences
 	$(PY) -m benchmarks.rulebooks
 	$(PY) -m benchmarks.toolcheck
+	$(PY) -m benchmarks.frameworks
 
 # The decision endpoints over HTTP under gunicorn, beside GET /v1/whoami (PostgreSQL and Redis):
 # BENCH_DATABASE_URL (a database it drops and creates) and BENCH_REDIS_URL (a db it flushes).

@@ -1,0 +1,437 @@
+"""`Guard`: one object over a runtime session, for the framework doors (LangGraph, Agents SDK).
+
+A door translates its framework's shapes into three calls and adds nothing else:
+
+- `guard.read(turn)`: the person's turn, read by the session (S1, S2, confirmation reading and the
+  origin of values live in the runtime behind it);
+- `guard.call_with(tool, arguments, function=..., context=..., origins=...)`: the call is checked
+  and, on `allow`, run through the session's executor (a key per intent, the ledger, the result
+  recorded in the signed history with the labels of a `reads_outside` tool; a refusal undoes the
+  run's earlier writes, last first). It answers an `Outcome`: `ran` with the result; `confirm`
+  with the `prompt` a person must see (the call, each argument with its origin, the reasons);
+  `refused` naming the reasons (nothing ran); `failed` (the tool itself failed);
+- `guard.resume(outcome, answer)`: the person's answer to a `confirm`. A yes is turned into the
+  signed token for exactly the call shown -- in this process `session.approve(check)` (the host's
+  yes), against the console the approvals queue's answer (`wait_for_approval`) -- and the call is
+  checked again with it, so it runs only if it is exactly the call approved: a call whose
+  arguments were changed after the prompt is refused (`token_mismatch`).
+
+Facts: `context=` is a mapping, a function, or a `stalwart_agents.facts.Context` (the file's
+`facts:` read from the results this guard saw, plus code's); where both say a fact, the file's
+wins. Anything that cannot answer raises `SelectorUnavailableError` and nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stalwart_agents.client import (
+    ApprovalDenied,
+    Check,
+    Client,
+    RemoteSession,
+    SelectorUnavailableError,
+    Session,
+)
+from stalwart_agents.facts import Context, facts_of
+
+RAN, CONFIRM, REFUSED, FAILED = "ran", "confirm", "refused", "failed"
+_REFUSED = ("REFUSED", "REJECTED")
+_FAILED = ("BLOCKED", "FAILED", "UNCERTAIN")
+YES = frozenset({"yes", "y", "sim", "s", "approve", "approved", "ok", "true"})
+
+Function = Callable[[dict[str, Any]], Any]
+
+
+class CallRefused(Exception):
+    """A call the check refused (`Guard(..., on_refuse="raise")`): nothing ran."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.message)
+        self.outcome = outcome
+        self.reasons = list(outcome.reasons)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one call: `ran`, `confirm` (a person must answer), `refused` or `failed`."""
+
+    status: str
+    tool: str
+    arguments: dict[str, Any]
+    result: Any = None
+    reasons: tuple[str, ...] = ()
+    detail: dict[str, Any] = field(default_factory=dict)
+    prompt: dict[str, Any] | None = None
+    origins: dict[str, str] | None = None
+    approval: str | None = None
+    undone: tuple[Any, ...] = ()
+
+    @property
+    def message(self) -> str:
+        """One sentence for the model: why nothing ran, or what a person is asked."""
+        reasons = ", ".join(self.reasons) or "no reason given"
+        if self.status == REFUSED:
+            return f"Stalwart refused `{self.tool}`: {reasons}. Nothing ran."
+        if self.status == CONFIRM:
+            return f"`{self.tool}` waits for a person's yes: {reasons}. Nothing ran yet."
+        if self.status == FAILED:
+            return f"`{self.tool}` failed: {reasons}."
+        return f"`{self.tool}` ran."
+
+
+def plain_function(function: Callable[..., Any]) -> Function:
+    """A Python tool `f(**arguments)` as the guard calls it: `function(arguments)`."""
+    return lambda arguments: function(**arguments)
+
+
+def _yes(answer: Any) -> tuple[bool, dict[str, Any] | None]:
+    """(approved, arguments the person changed or None) of a person's answer."""
+    if isinstance(answer, Mapping):
+        edited = answer.get("arguments")
+        approved = answer.get("approved", answer.get("type") in ("approve", "edit", "accept"))
+        return approved is True, dict(edited) if isinstance(edited, Mapping) else None
+    if isinstance(answer, bool):
+        return answer, None
+    if isinstance(answer, str):
+        return answer.strip().lower() in YES, None
+    return False, None
+
+
+def outside_tools(catalogue: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The tools of a catalogue's data that read outside content, with their labels."""
+    return {
+        str(t.get("name")): tuple(t.get("reads_outside") or ())
+        for t in catalogue.get("tools", []) or []
+        if isinstance(t, Mapping) and t.get("reads_outside")
+    }
+
+
+def open_session(
+    client: Client,
+    agent: str,
+    *,
+    catalogue: Mapping[str, Any],
+    rulebook: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Session:
+    """`client.session(...)`: in this process, or the console's with `STALWART_URL` (where the
+    settings can only make the organisation's stricter)."""
+    return client.session(agent, catalogue=catalogue, rulebook=rulebook, settings=settings)
+
+
+class Guard:
+    """The check in front of a framework's tool calls, over one session (one conversation).
+
+    `tools` maps tool names to functions called with the arguments (`function(arguments)`; wrap a
+    `f(**kwargs)` with `plain_function`); a door may pass its own `function=` per call instead.
+    `approver(prompt) -> bool` answers a `confirm` in this process (a host callback); without one,
+    `call_with` hands the `confirm` back and `resume` carries the person's answer.
+    `on_refuse="raise"` raises `CallRefused` instead of returning the refusal. `run` names the
+    framework's run and thread (shown in the prompt; see the README for the console's feed).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        tools: Mapping[str, Function] | None = None,
+        context: Any = None,
+        approver: Callable[[dict[str, Any]], bool] | None = None,
+        on_refuse: str = "return",
+        run: Mapping[str, str] | None = None,
+        wait_timeout: float = 300.0,
+        labels: set[str] | None = None,
+        outside: Mapping[str, Any] | None = None,
+    ) -> None:
+        if on_refuse not in ("return", "raise"):
+            raise ValueError("on_refuse is `return` or `raise`")
+        self.session = session
+        self.tools = dict(tools or {})
+        self.context = context
+        self.approver = approver
+        self.on_refuse = on_refuse
+        self.run = dict(run or {})
+        self.wait_timeout = wait_timeout
+        # Outside-content labels the conversation met in other sessions (another agent's
+        # `reads_outside` tool), carried on every call of this one: shared by a graph's guards.
+        self.labels = labels if labels is not None else set()
+        self.ran: list[dict[str, Any]] = []
+        self._read: set[str] = set()
+        self._asked: dict[str, str] = {}
+        self._outside = {k: tuple(v) for k, v in (outside or {}).items()}
+
+    @classmethod
+    def for_agent(
+        cls,
+        agent: Any,
+        name: str,
+        *,
+        client: Client | None = None,
+        settings: Mapping[str, Any] | None = None,
+        context: Any = None,
+        **options: Any,
+    ) -> Guard:
+        """A guard for agent `name` of an `Agent` (agent.yaml): its catalogue, rulebook, facts
+        (`Context(facts=agent.facts)` over code's `context`, else the agent's own) and tools."""
+        catalogue = agent.catalogue()
+        session = open_session(
+            client or Client(),
+            name,
+            catalogue=catalogue,
+            rulebook=agent.rules().record,
+            settings=settings,
+        )
+        code = context if context is not None else getattr(agent, "context", None)
+        outside = outside_tools(catalogue)
+        if "facts" in options:
+            facts = options.pop("facts")  # a graph's guards share one conversation's facts
+        elif isinstance(context, Context):
+            facts = context
+        else:
+            facts = Context(facts_of(agent), context=code, reads_outside=list(outside))
+        tools = {**agent_functions(agent), **dict(options.pop("tools", None) or {})}
+        return cls(session, tools=tools, context=facts, outside=outside, **options)
+
+    # -- turns and checks -------------------------------------------------------------------
+
+    def read(self, turn: str, *, key: str | None = None) -> bool:
+        """Read the person's turn once (`key` names it, e.g. a message id); True if read now."""
+        if key is not None:
+            if key in self._read:
+                return False
+            self._read.add(key)
+        self.session.read(turn)
+        return True
+
+    def facts(self, arguments: Mapping[str, Any], context: Any = None) -> Any:
+        """The facts of a call: a `Context`'s for these arguments (file over code), else as given."""
+        given = context if context is not None else self.context
+        if isinstance(given, Context):
+            return lambda: given.for_call(arguments)
+        return given
+
+    def check(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        origins: Mapping[str, str] | None = None,
+        context: Any = None,
+        token: str | None = None,
+    ) -> Check:
+        """The check alone (nothing runs)."""
+        return self.session.check_tool_call(
+            tool,
+            dict(arguments),
+            origins=dict(origins) if origins else None,
+            context=self.facts(arguments, context),
+            token=token,
+            labels=sorted(self.labels) or None,
+        )
+
+    def prompt(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        reasons: Any,
+        detail: Mapping[str, Any],
+        origins: Mapping[str, str] | None = None,
+        approval: str | None = None,
+    ) -> dict[str, Any]:
+        """What a person must see on a `confirm`: the call, each argument with its origin, why."""
+        shown = detail.get("arguments") if isinstance(detail.get("arguments"), Mapping) else {}
+        where = detail.get("origins") if isinstance(detail.get("origins"), Mapping) else {}
+        each: dict[str, dict[str, Any]] = {}
+        for name, value in arguments.items():
+            entry = dict(shown.get(name) or {"value": value})
+            said = where.get(name)
+            if isinstance(said, Mapping):
+                entry.update({k: v for k, v in said.items() if k in ("origin", "from")})
+            entry.setdefault("origin", (origins or {}).get(name, "model"))
+            each[name] = entry
+        prompt: dict[str, Any] = {
+            "call": {"tool": tool, "agent": self.session.agent, "arguments": dict(arguments)},
+            "arguments": each,
+            "reasons": list(reasons),
+        }
+        if detail.get("labels"):
+            prompt["labels"] = list(detail["labels"])
+        if approval:
+            prompt["approval"] = approval
+        if self.run:
+            prompt["run"] = dict(self.run)
+        return prompt
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def call_with(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        function: Function | None = None,
+        context: Any = None,
+        origins: Mapping[str, str] | None = None,
+        token: str | None = None,
+    ) -> Outcome:
+        """Check the call; run it on `allow` (see the module docstring); answer an `Outcome`."""
+        arguments = dict(arguments)
+        run = function or self.tools.get(tool) or _missing(tool)
+        facts = context if context is not None else self.context
+
+        def executed(arguments: dict[str, Any], context: Any) -> Any:  # the executor's own form
+            return run(arguments)
+
+        answer = self.session.execute(
+            tool,
+            arguments,
+            executed,
+            origins=dict(origins) if origins else None,
+            context=self.facts(arguments, facts),
+            token=token,
+            labels=sorted(self.labels) or None,
+        )
+        outcome = self._outcome(tool, arguments, answer, origins)
+        if outcome.status == RAN:
+            self.ran.append({"tool": tool, "arguments": arguments, "result": outcome.result})
+            self.labels.update(self._outside.get(tool, ()))
+            if isinstance(facts, Context):
+                facts.observe(tool, arguments, outcome.result)
+        if outcome.status == CONFIRM and self.approver is not None and token is None:
+            return self.resume(
+                outcome,
+                bool(self.approver(outcome.prompt or {})),
+                function=function,
+                context=context,
+            )
+        if outcome.status == REFUSED and self.on_refuse == "raise":
+            raise CallRefused(outcome)
+        return outcome
+
+    def approve(self, outcome: Outcome, *, context: Any = None) -> str:
+        """The signed token for exactly the call `outcome` showed a person (see `resume`)."""
+        session = self.session
+        asked = self._asked.pop(_call_key(outcome.tool, outcome.arguments), None)
+        if isinstance(session, RemoteSession):
+            approval = asked or outcome.approval
+            if not approval:
+                raise SelectorUnavailableError("the console asked for no approval of this call")
+            return session.wait_for_approval(approval, timeout=self.wait_timeout)
+        check = self.check(
+            outcome.tool, outcome.arguments, origins=outcome.origins, context=context
+        )
+        if check.decision != "confirm":
+            raise SelectorUnavailableError(
+                f"`{outcome.tool}` is no longer waiting for a person: {check.decision}"
+            )
+        return session.approve(check)
+
+    def resume(
+        self,
+        outcome: Outcome,
+        answer: Any,
+        *,
+        function: Function | None = None,
+        context: Any = None,
+    ) -> Outcome:
+        """Carry a person's answer to a `confirm`: a yes runs exactly the call shown, checked
+        again with the signed token; changed arguments (`{"approved": true, "arguments": ...}`)
+        are checked with that token too, and refused; a no runs nothing."""
+        approved, edited = _yes(answer)
+        if outcome.status != CONFIRM:
+            raise ValueError("only a call waiting for a person can be resumed")
+        if not approved and not isinstance(self.session, RemoteSession):
+            return _denied(outcome)
+        try:
+            token = self.approve(outcome, context=context)
+        except ApprovalDenied as exc:
+            return _denied(outcome, str(exc))
+        arguments = edited if edited is not None else outcome.arguments
+        return self.call_with(
+            outcome.tool,
+            arguments,
+            function=function,
+            context=context,
+            origins=outcome.origins,
+            token=token,
+        )
+
+    def _outcome(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        answer: Mapping[str, Any],
+        origins: Mapping[str, str] | None,
+    ) -> Outcome:
+        kind = answer.get("outcome")
+        reasons = tuple(str(r) for r in answer.get("reasons") or ())
+        detail = dict(answer.get("detail") or {})
+        given = dict(origins) if origins else None
+        if kind == "SUCCEEDED":
+            return Outcome(
+                RAN, tool, arguments, answer.get("result"), reasons, detail, origins=given
+            )
+        if kind == "CONFIRM":
+            approval = answer.get("approval")
+            if approval:
+                # A framework that re-runs its step on resume asks again for the same call: the
+                # request the person was shown (the first) is the one whose answer counts.
+                approval = self._asked.setdefault(_call_key(tool, arguments), approval)
+            prompt = self.prompt(tool, arguments, reasons, detail, origins, approval)
+            return Outcome(CONFIRM, tool, arguments, None, reasons, detail, prompt, given, approval)
+        if kind in _REFUSED:
+            undone = tuple(answer.get("undone") or ())
+            return Outcome(REFUSED, tool, arguments, None, reasons, detail, undone=undone)
+        if kind in _FAILED:
+            return Outcome(FAILED, tool, arguments, None, reasons or (str(kind).lower(),), detail)
+        raise SelectorUnavailableError(f"the executor answered `{kind}`, which is not an outcome")
+
+
+def _call_key(tool: str, arguments: Mapping[str, Any]) -> str:
+    return tool + ":" + json.dumps(arguments, sort_keys=True, default=str)
+
+
+def _denied(outcome: Outcome, why: str = "the person said no") -> Outcome:
+    return Outcome(
+        REFUSED,
+        outcome.tool,
+        outcome.arguments,
+        None,
+        ("approval_denied",),
+        {"problem": why},
+    )
+
+
+def _missing(tool: str) -> Function:
+    def missing(arguments: dict[str, Any]) -> Any:
+        raise LookupError(f"no function runs `{tool}` here")
+
+    return missing
+
+
+def agent_functions(agent: Any) -> dict[str, Function]:
+    """The functions of an `Agent`'s tools: each `TOOLS` module's function of the tool's name."""
+    found: dict[str, Function] = {}
+    for module_name in getattr(agent, "modules", {}) or {}:
+        module = sys.modules.get(module_name)
+        for tool in getattr(agent, "modules", {})[module_name]:
+            name = tool.get("name") if isinstance(tool, Mapping) else None
+            function = getattr(module, str(name), None) if name else None
+            if callable(function) and name not in found:
+                found[name] = plain_function(function)
+    return found
+
+
+def result_text(result: Any) -> str:
+    """A tool's result as the model reads it: JSON where it is JSON, else its text."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)

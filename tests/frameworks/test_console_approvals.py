@@ -1,0 +1,97 @@
+"""With `STALWART_URL`, a LangGraph interrupt is answered by the console's approvals queue."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from stalwart_agents import Client
+from stalwart_agents.guarded import Guard
+from stalwart_agents.langgraph import StalwartMiddleware
+from tests.frameworks.test_langgraph import call, scripted
+
+PAID = {"order_id": "4411", "status": "paid", "card": "visa-0042", "amount": 40.0}
+
+
+@pytest.fixture
+def console_client(live_server, admin, organisation, actor_for):
+    from console import services as console_services
+
+    _, key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="frameworks", role="editor"
+    )
+    return Client(url=live_server.url, api_key=key)
+
+
+def test_the_interrupt_carries_the_console_request_and_the_resume_waits_for_its_answer(
+    shop, console_client, approver, client_for
+):
+    refunded = []
+
+    def refund_card(order_id: str, amount: float) -> dict:
+        """Refunds an amount of an order."""
+        refunded.append((order_id, amount))
+        return {"order_id": order_id, "refunded": amount}
+
+    guard = Guard.for_agent(shop, "billing", client=console_client, wait_timeout=20)
+    guard.context.observe("get_order", {"order_id": "4411"}, PAID)  # the fact the rulebook reads
+    model = scripted(call("refund_card", {"order_id": "4411", "amount": 40.0}, "c1"))
+    agent = create_agent(
+        model,
+        [StructuredTool.from_function(refund_card)],
+        middleware=[StalwartMiddleware(guard)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "remote-1"}}
+    out = agent.invoke({"messages": [HumanMessage("refund order 4411")]}, config)
+    (waiting,) = out["__interrupt__"]
+    approval = waiting.value["approval"]
+    assert approval and "argument_origin: amount" in waiting.value["reasons"]
+    assert refunded == []
+    answered = client_for(approver).post(f"/v1/approvals/{approval}/approve")
+    assert answered.status_code == 200, answered.content
+    out = agent.invoke(Command(resume=True), config)
+    assert refunded == [("4411", 40.0)]
+    assert (
+        '"refunded": 40.0' in [m for m in out["messages"] if isinstance(m, ToolMessage)][-1].content
+    )
+
+
+def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
+    shop, console_client, approver, client_for
+):
+    import asyncio
+
+    from agents import Agent as SdkAgent
+    from agents import Runner
+
+    from stalwart_agents.openai_agents import StalwartTools
+    from tests.frameworks.scripted_agents_model import ScriptedModel
+
+    refunded = []
+    guard = Guard.for_agent(
+        shop,
+        "billing",
+        client=console_client,
+        wait_timeout=20,
+        tools={"refund_card": lambda arguments: refunded.append(arguments) or {"refunded": 1}},
+    )
+    guard.context.observe("get_order", {"order_id": "4411"}, PAID)
+    tools = StalwartTools(guard, shop.catalogue())
+    model = ScriptedModel(("refund_card", {"order_id": "4411", "amount": 40.0}, "c1"), "done")
+    agent = SdkAgent(name="billing", tools=tools.tools, model=model)
+    config = tools.run_config(tracing_disabled=True)
+    result = asyncio.run(Runner.run(agent, "refund order 4411", run_config=config))
+    (item,) = result.interruptions
+    approval = tools.prompt(item)["approval"]
+    assert approval and refunded == []
+    assert client_for(approver).post(f"/v1/approvals/{approval}/approve").status_code == 200
+    state = result.to_state()
+    state.approve(item)
+    resumed = asyncio.run(Runner.run(agent, state, run_config=config))
+    assert resumed.final_output == "done"
+    assert refunded == [{"order_id": "4411", "amount": 40.0}]

@@ -1,0 +1,51 @@
+"""`Guard.call_with`: the check, then the executor; a host's approver; a refusal raised or returned."""
+
+from __future__ import annotations
+
+import pytest
+
+from stalwart_agents.guarded import CallRefused, Guard, plain_function
+
+
+def guard_for(shop, functions, **options):  # noqa: ANN001, ANN003, ANN201
+    tools = {name: plain_function(f) for name, f in functions.items()}
+    guard = Guard.for_agent(shop, "desk", tools=tools, **options)
+    guard.read("charge order 4411")
+    assert guard.call_with("get_order", {"order_id": "4411"}).status == "ran"
+    return guard
+
+
+def test_a_hosts_approver_sees_the_prompt_and_its_yes_runs_exactly_that_call(shop, functions, ran):
+    asked = []
+    guard = guard_for(shop, functions, approver=lambda prompt: asked.append(prompt) or True)
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
+    assert outcome.status == "ran" and outcome.reasons == ("confirmed",)
+    assert asked[0]["call"]["arguments"] == {"order_id": "4411", "amount": 35}
+    assert "argument_origin: amount" in asked[0]["reasons"]
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
+
+
+def test_a_hosts_no_runs_nothing(shop, functions, ran):
+    guard = guard_for(shop, functions, approver=lambda prompt: False)
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
+    assert outcome.status == "refused" and outcome.reasons == ("approval_denied",)
+    assert [name for name, _ in ran] == ["get_order"]
+
+
+def test_a_refusal_is_raised_when_asked_naming_its_reasons(shop, functions, ran):
+    guard = guard_for(shop, functions, on_refuse="raise")
+    with pytest.raises(CallRefused, match="unknown_tool") as raised:
+        guard.call_with("delete_order", {"order_id": "4411"}, function=lambda a: "deleted")
+    assert raised.value.reasons == ["unknown_tool"]
+    assert [name for name, _ in ran] == ["get_order"]
+
+
+def test_without_an_approver_the_confirm_comes_back_with_what_the_person_must_see(
+    shop, functions, ran
+):
+    guard = guard_for(shop, functions)
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
+    assert outcome.status == "confirm"
+    assert set(outcome.prompt) >= {"call", "arguments", "reasons"}
+    assert outcome.prompt["arguments"]["amount"]["value"] == 35
+    assert [name for name, _ in ran] == ["get_order"]
