@@ -26,6 +26,7 @@ from typing import Any
 
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 from sqlalchemy import create_engine, event
+from sqlalchemy.exc import IntegrityError
 
 #: kombu's dotted name for this transport (Celery's `broker_transport`).
 TRANSPORT = "console.broker:Transport"
@@ -59,6 +60,15 @@ class Channel(kombu_sqlalchemy.Channel):
                 return super()._open()
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _get_or_create(self, queue):  # noqa: ANN001, ANN202 - kombu's signature
+        # kombu's own lock is per process: two processes declaring one queue together can both
+        # find none, and one then fails on the unique name. That one reads the row the other made.
+        try:
+            return super()._get_or_create(queue)
+        except IntegrityError:
+            self.session.rollback()
+            return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
 
     def _engine_from_config(self):  # noqa: ANN202 - kombu's signature
         engine = create_engine(

@@ -473,13 +473,21 @@ class Agent:
             self._wiring[key] = found
         return found
 
-    def session(self, agent: str, *, user: str = "", **state: Any) -> Any:
+    def session(
+        self,
+        agent: str,
+        *,
+        user: str = "",
+        settings: Mapping[str, Any] | None = None,
+        **state: Any,
+    ) -> Any:
         """A runtime session of one of this agent file's agents, in this process, with the
-        file's facts and settings (what `Agent.chat` runs on, for a host driving calls itself)."""
+        file's facts and settings (what `Agent.chat` runs on, for a host driving calls itself);
+        `settings` are laid over the file's."""
         from stalwart_agents import runtime
         from stalwart_agents.client import LocalSession
 
-        settings = dict(self.file.other.get("settings") or {})
+        settings = {**dict(self.file.other.get("settings") or {}), **dict(settings or {})}
         state.setdefault("approver", self.approver)
         state.setdefault("context", self.context)
         state.setdefault("functions", self._run_tool)

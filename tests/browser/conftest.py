@@ -22,7 +22,10 @@ FLAGS = [
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+# Package-wide, not session-wide: Playwright's sync API keeps its event loop marked running in this
+# thread while it is open, and the suites after the browser tests (the gateway, the frameworks) run
+# event loops of their own.
+@pytest.fixture(scope="package")
 def browser():  # noqa: ANN201
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium is not installed at {CHROMIUM}: run `apt-get install chromium`")
