@@ -47,13 +47,19 @@ check-deploy: install
 test-package: install
 	PY=$(PY) PYTHON=$(PYTHON) BASE_PYTHON=$(PYTHON) bash scripts/package_check.sh
 
+# Each half has a Redis database of its own, so the two can run side by side (`make test` does).
 test-sqlite: install
-	env -u DATABASE_URL $(PY) -m pytest $(PYTEST_ARGS)
+	env -u DATABASE_URL REDIS_URL=$${TEST_SQLITE_REDIS_URL:-redis://127.0.0.1:6379/9} \
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-postgres: install
-	DATABASE_URL=$${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/stalwart} $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/stalwart} \
+	REDIS_URL=$${TEST_POSTGRES_REDIS_URL:-redis://127.0.0.1:6379/8} $(PY) -m pytest $(PYTEST_ARGS)
 
-test: nemo-env lint check-deploy test-package test-sqlite test-postgres
+# The checks, then the suite's two halves side by side, one per core (each half's output kept
+# together): SQLite runs every test, PostgreSQL every test that reaches the database.
+test: nemo-env lint check-deploy test-package
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 # The embedded broker under concurrent writers and remote control, outside `make test`:
 # SOAK_ARGS="--writers 8 --duration 120" narrows it; `--transport filesystem` shows the old crash.

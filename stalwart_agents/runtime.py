@@ -148,6 +148,8 @@ class Wiring:
     router: Any
     modes: dict[str, str]
     language: str
+    # What each turn says, read once by this wiring's router (bounded; see `_said`).
+    readings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def catalogue(self) -> Any:
@@ -358,28 +360,22 @@ class _Said:
     tokens: frozenset[str]
 
 
-_said_cache: OrderedDict[tuple[int, str], _Said] = OrderedDict()
-
-
-def _said(router: Any, turn: str) -> _Said:
+def _said(wired: Wiring, turn: str) -> _Said:
     from router.engine.text import fold
 
-    key = (id(router), turn)
-    with _lock:
-        found = _said_cache.get(key)
+    found = wired.readings.get(turn)
     if found is not None:
         return found
-    reading = router.read(turn)
+    reading = wired.router.read(turn)
     values: list[Any] = []
     values.extend(value.value for value in reading.values)
     values.extend(value.text for value in reading.values)
     values.extend(value.value for value in reading.texts)
     folded = fold(turn)
     found = _Said(tuple(values), frozenset(_numbers(turn)), folded, frozenset(folded.split()))
-    with _lock:
-        _said_cache[key] = found
-        while len(_said_cache) > 4096:
-            _said_cache.popitem(last=False)
+    if len(wired.readings) >= 4096:
+        wired.readings.clear()  # a bound, not an order: the next checks read their turns again
+    wired.readings[turn] = found
     return found
 
 
@@ -470,7 +466,7 @@ def derive_origins(
             origins[name] = origin
             detail[name] = {"origin": origin, "from": "claim" if name in claimed else "model"}
         return origins, detail
-    readings = [_said(wired.router, turn) for turn in given]
+    readings = [_said(wired, turn) for turn in given]
     outside = wired.catalogue.outside_tools
     entries = list(history)
     for name, value in arguments.items():
