@@ -40,7 +40,9 @@ def browser():  # noqa: ANN201
 @pytest.fixture
 def page(browser, live_server):  # noqa: ANN001, ANN201
     context = browser.new_context(base_url=live_server.url)
-    context.set_default_timeout(10_000)
+    # A wait fails only when what it waits for never comes: `make test` runs the two halves side
+    # by side on two cores, and a page's answer can take longer than on a quiet machine.
+    context.set_default_timeout(30_000)
     page = context.new_page()
     yield page
     context.close()
