@@ -304,10 +304,15 @@ class Executor:
         token: str | None = None,
         context: Mapping[str, Any] | None = None,
         user: str = "",
+        **options: Any,
     ) -> dict[str, Any]:
-        """Every control up to the effect; `RUN` carries the key and the tenant to run it with."""
+        """Every control up to the effect; `RUN` carries the key and the tenant to run it with.
+
+        `options` are the check's own (`checks`, `usage`, `cost`), as `/check` takes them."""
         call = {**call, "agent": self.session.agent}
-        started = self._begin(call, token=token, context=context, user=user, binding=None)
+        started = self._begin(
+            call, token=token, context=context, user=user, binding=None, options=options
+        )
         if started["outcome"] != "RUN":
             return started
         return {
@@ -326,8 +331,10 @@ class Executor:
         replayed: bool = False,
         failed: str | None = None,
         blocked: str | None = None,
+        cost: Any = None,
     ) -> dict[str, Any]:
-        """Record what a tool that ran elsewhere did, under the key `begin` claimed for that call."""
+        """Record what a tool that ran elsewhere did, under the key `begin` claimed for that call
+        (with the `cost` the host reports for it, where it reports one)."""
         from django.core.exceptions import ValidationError
 
         call = {**call, "agent": self.session.agent}
@@ -355,7 +362,13 @@ class Executor:
                 return self._replay(effect, arguments, secret)
             if effect.status != Effect.Status.CLAIMED:
                 raise ValidationError({"key": [f"this write is {effect.status}, not running"]})
-        started = {"key": key, "decision": {"reasons": []}, "secret": secret, "check": check}
+        started = {
+            "key": key,
+            "decision": {"reasons": []},
+            "secret": secret,
+            "check": check,
+            "cost": cost,
+        }
         if blocked is not None:
             return self._fail(started, tool, arguments, "authorization_denied", str(blocked))
         if failed is not None:
@@ -390,6 +403,7 @@ class Executor:
         context: Mapping[str, Any] | None,
         user: str,
         binding: ToolBinding | None,
+        options: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Everything before the effect, in one transaction: ledger, check, switches, claim."""
         actor, organisation = self.actor, self.actor.organisation
@@ -419,7 +433,7 @@ class Executor:
                     return self._replay(effect, arguments, secret)
 
             decision = session_decide(
-                session, call, history=history, context=context, token=token
+                session, call, history=history, context=context, token=token, **(options or {})
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
             counter = schema_counter(decision)
@@ -534,7 +548,7 @@ class Executor:
             session = GuardSession.objects.select_for_update().get(pk=self.session.pk)
             check = started["check"]  # built for this call by `_begin` or `complete`
             history = session_history(check, session)
-            check.record(history, call, result)
+            check.record(history, call, result, cost=started.get("cost"))
             index = len(history) - 1
             session.save(update_fields=[*session_keep(session, history), "updated_at"])
             self.session.history, self.session.head = session.history, session.head

@@ -398,6 +398,15 @@ def _checks(checks: Any) -> list[str] | None:
     return checks
 
 
+def check_options(data: dict[str, Any]) -> dict[str, Any]:
+    """What a check takes beside the call (`checks`, `usage`, `cost`), from a request body."""
+    return {
+        "checks": _checks(data.get("checks")),
+        "usage": data.get("usage"),
+        "cost": data.get("cost"),
+    }
+
+
 @decision_span("toolcheck")
 @transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
@@ -431,9 +440,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
             settings=settings,
             context=data.get("context"),
             token=data.get("token"),
-            checks=_checks(data.get("checks")),
-            usage=data.get("usage"),
-            cost=data.get("cost"),
+            **check_options(data),
         )
     except engine.UnknownCheck as exc:
         raise ValidationError({"checks": [str(exc)]}) from exc

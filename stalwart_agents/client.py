@@ -789,6 +789,7 @@ class RemoteSession(Session):
         checks: Sequence[str] | None = None,
         usage: Mapping[str, Any] | None = None,
         compensation_of: int | None = None,
+        cost: Any = None,
     ) -> dict[str, Any]:
         """Run a call through the console's executor; the tool itself runs here, once per intent.
 
@@ -808,6 +809,7 @@ class RemoteSession(Session):
             checks=checks,
             usage=usage,
             compensation_of=compensation_of,
+            cost=cost,
         )
         if user:
             body["user"] = user
@@ -832,6 +834,8 @@ class RemoteSession(Session):
         report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key}
         if compensation_of is not None:
             report["compensation_of"] = compensation_of
+        if cost is not None:
+            report["cost"] = cost
         if authorize is not None and authorize(dict(arguments), ctx) is not True:
             report["blocked"] = "the domain refused the call"
         else:

@@ -49,6 +49,7 @@ from guard.engine.checks import NAMES
 from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext
 from guard.engine.settings import load_settings
+from router.engine.said import leaves, same_value
 
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
@@ -340,14 +341,8 @@ def _numbers(text: str) -> set[float]:
 
 
 def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    elif value is not None and not isinstance(value, bool):
-        yield value
+    """The values inside a result an argument may have been copied from (no nulls or booleans)."""
+    return (leaf for leaf in leaves(value) if leaf is not None and not isinstance(leaf, bool))
 
 
 @dataclass(frozen=True)
@@ -379,30 +374,16 @@ def _said(wired: Wiring, turn: str) -> _Said:
     return found
 
 
-def _same(a: Any, b: Any) -> bool:
-    from router.engine.text import fold
-
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
-    if isinstance(a, str) and isinstance(b, str):
-        return fold(a).strip() == fold(b).strip()
-    if isinstance(a, str) and isinstance(b, (int, float)):
-        return fold(a).strip() == str(b)
-    if isinstance(b, str) and isinstance(a, (int, float)):
-        return fold(b).strip() == str(a)
-    return a == b
-
-
 def _typed_in(leaf: Any, said: _Said) -> bool:
     from router.engine.text import fold
 
     if isinstance(leaf, (int, float)):
-        return float(leaf) in said.numbers or any(_same(leaf, value) for value in said.values)
+        return float(leaf) in said.numbers or any(same_value(leaf, value) for value in said.values)
     text = fold(str(leaf)).strip()
     if not text:
         return True
     return (
-        any(_same(leaf, value) for value in said.values)
+        any(same_value(leaf, value) for value in said.values)
         or text in said.tokens
         or (len(text) >= 3 and text in said.folded)
     )
@@ -415,7 +396,7 @@ def _returned_in(leaf: Any, result: Any) -> bool:
 
     wanted = fold(str(leaf)).strip() if isinstance(leaf, str) else None
     for value in _leaves(result):
-        if _same(leaf, value):
+        if same_value(leaf, value):
             return True
         if not isinstance(value, str):
             continue

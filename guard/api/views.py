@@ -16,7 +16,7 @@ from console.api.malformed import RecordsMalformedCalls
 from console.api.parsers import WITH_FILES
 from console.api.views import ORG_PARAM
 from console.services import malformed_call_record
-from guard import approvals, services
+from guard import approvals, engine, services
 from guard.executor import Executor
 from guard.models import ApprovalRequest, GuardSession
 
@@ -180,6 +180,9 @@ EXECUTE_FIELDS = {
     "token",
     "user",
     "compensation_of",
+    "checks",
+    "usage",
+    "cost",
 }
 EFFECT_FIELDS = {
     "tool",
@@ -192,6 +195,7 @@ EFFECT_FIELDS = {
     "replayed",
     "failed",
     "blocked",
+    "cost",
 }
 
 
@@ -223,12 +227,16 @@ class SessionExecuteView(_DecidesCalls, APIView):
         for name in ("token", "user"):
             if data.get(name) is not None and not isinstance(data[name], str):
                 raise ValidationError({name: ["must be a string"]})
-        outcome = _executor(actor, session).begin(
-            _call_of(data),
-            token=data.get("token"),
-            context=data.get("context"),
-            user=data.get("user") or "",
-        )
+        try:
+            outcome = _executor(actor, session).begin(
+                _call_of(data),
+                token=data.get("token"),
+                context=data.get("context"),
+                user=data.get("user") or "",
+                **services.check_options(data),
+            )
+        except engine.UnknownCheck as exc:
+            raise ValidationError({"checks": [str(exc)]}) from exc
         return Response(outcome)
 
 
@@ -260,6 +268,7 @@ class SessionEffectView(APIView):
             replayed=data.get("replayed", False),
             failed=data.get("failed"),
             blocked=data.get("blocked"),
+            cost=data.get("cost"),
         )
         return Response(outcome)
 

@@ -72,16 +72,20 @@ def _answer(mode: str, reason: Sequence[str], detail: Mapping[str, Any]) -> Deci
     return Decision(REFUSE if mode == "refuse" else CONFIRM, tuple(reason), dict(detail))
 
 
-def _same(said: Any, given: Any) -> bool:
-    if isinstance(said, bool) or isinstance(given, bool):
-        return said is given
-    if isinstance(said, (int, float)) and isinstance(given, (int, float)):
-        return float(said) == float(given)
-    if isinstance(said, str) and isinstance(given, str):
-        return fold(said).strip() == fold(given).strip()
-    if isinstance(said, str) and isinstance(given, (int, float)):
-        return fold(said).strip() == str(given)
-    return said == given
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two values are the one a person means: numbers by value, text folded (case and
+    accents), a number and its text either way round; a boolean is only ever itself."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    if isinstance(a, str) and isinstance(b, str):
+        return fold(a).strip() == fold(b).strip()
+    if isinstance(a, str) and isinstance(b, (int, float)):
+        return fold(a).strip() == str(b)
+    if isinstance(b, str) and isinstance(a, (int, float)):
+        return fold(b).strip() == str(a)
+    return a == b
 
 
 def sending_words(reading: Reading, router: Router) -> list[str]:
@@ -135,13 +139,14 @@ def _carries(arguments: Mapping[str, Any], text: str) -> bool:
     return walk(dict(arguments))
 
 
-def _leaves(value: Any) -> Iterable[Any]:
+def leaves(value: Any) -> Iterable[Any]:
+    """Every scalar inside a JSON value (mappings and lists walked through)."""
     if isinstance(value, Mapping):
         for item in value.values():
-            yield from _leaves(item)
+            yield from leaves(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _leaves(item)
+            yield from leaves(item)
     else:
         yield value
 
@@ -225,7 +230,7 @@ class _Said:
         given: dict[str, Any] = {}
         names: list[str] = []
         for name, value in filled.arguments.items():
-            if name in call.arguments and _same(value, call.arguments[name]):
+            if name in call.arguments and same_value(value, call.arguments[name]):
                 continue
             said[name] = filled.said.get(name, str(value))
             given[name] = call.arguments.get(name)
@@ -274,24 +279,24 @@ class _Said:
         returned: list[Any] = []
         if session is not None:
             for content in getattr(session, "results", ()):
-                returned.extend(_leaves(content.get("result")))
+                returned.extend(leaves(content.get("result")))
         unvouched = []
         free_text = getattr(tool, "free_text", frozenset())
         for name, value in call.arguments.items():
             if name in free_text:  # the model is expected to write it (a message's body)
                 continue
-            leaves = [leaf for leaf in _leaves(value) if leaf is not None]
+            found = [leaf for leaf in leaves(value) if leaf is not None]
             if all(
                 isinstance(leaf, bool)
-                or any(_same(leaf, s) for s in said)
-                or any(_same(leaf, r) for r in returned)
+                or any(same_value(leaf, s) for s in said)
+                or any(same_value(leaf, r) for r in returned)
                 or (isinstance(leaf, str) and fold(leaf).strip() in tokens)
                 or (
                     isinstance(leaf, str)
                     and len(leaf.strip()) >= 3
                     and any(fold(leaf).strip() in text for text in folded_turns)
                 )
-                for leaf in leaves
+                for leaf in found
             ):
                 continue
             unvouched.append(name)
