@@ -399,6 +399,14 @@ class Agent:
         (`stalwart_agents.console_settings`); where the console cannot answer, that raises
         `SelectorUnavailableError` and the turn is not taken.
         """
+        return self.conversation(user=user, agent=agent, language=language).say(text)
+
+    def conversation(
+        self, *, user: str = "anonymous", agent: str | None = None, language: str | None = None
+    ) -> Any:
+        """`user`'s conversation, the one `chat` takes its turns in (built at the first, then
+        kept): the router, the runtime session with the file's settings (and the console's, when
+        connected), the firewall as its gate, the executor over the file's modules."""
         from router import engine as router_engine
         from stalwart_agents import runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
@@ -448,7 +456,7 @@ class Agent:
             )
             executor.bind(conversation)
             self._conversations[key] = conversation
-        return conversation.say(text)
+        return conversation
 
     def session_catalogue(self) -> dict[str, Any]:
         """The catalogue this agent's own sessions run with: the file's, with its facts."""

@@ -381,6 +381,13 @@ class Conversation:
         reply.checks.append({"call": dict(call), "decision": decision.to_dict()})
         return decision
 
+    def decide(self, call: Mapping[str, Any], *, token: str | None = None) -> Decision:
+        """The answer a call gets in this conversation, as a call a turn plans gets it: the tool
+        check (with the checks of what was said, over the turns so far), then the gate. Nothing
+        runs."""
+        decision, _ = self._decide(dict(call), Reply(""), token)
+        return decision
+
     def _decide(
         self, call: dict[str, Any], reply: Reply, token: str | None = None
     ) -> tuple[Decision, dict[str, Any]]:

@@ -3,7 +3,7 @@
 Every door opens a session of the same catalogue and settings, gives it the person's turns and the
 calls that ran, and asks for one decision; a person's yes is given the door's own way (the SDK's
 `approve`, the console's approvals queue answered by an approver, the host's key for the command
-line). What each door answers must be the same.
+line, the conversation's own yes for `Agent.chat`). What each door answers must be the same.
 """
 
 from __future__ import annotations
@@ -200,3 +200,61 @@ class CliDoor:
     def plan_token(self, plan: dict[str, Any]) -> str:
         wired, history = self._signed()
         return wired.check.issue_plan_token(plan, session=history)
+
+
+class ChatDoor:
+    """`Agent.chat`'s conversation, built by the agent from the file as for a person's first turn.
+
+    The call is decided as a call a turn plans is decided (`Conversation.decide`: the runtime
+    session the conversation holds, with the file's settings, then the gate); the turns are read
+    into that session and the calls that ran recorded in it, as the conversation does. A scenario's
+    `checks` go in the file's `settings:`, the one place a chat's host can say them."""
+
+    name = "chat"
+    can = frozenset({"token"})
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def open(self, catalogue: dict[str, Any], settings: dict[str, Any]) -> None:
+        self.catalogue, self.settings = catalogue, dict(settings)
+        self.steps: list[tuple[str, Any]] = []
+
+    def read(self, turn: str) -> None:
+        self.steps.append(("read", turn))
+
+    def ran(self, call: dict[str, Any], result: Any) -> None:
+        self.steps.append(("ran", (call, result)))
+
+    def yes(self, call: dict[str, Any]) -> str:
+        self.steps.append(("yes", call))
+        return "chat-door-yes"
+
+    def _conversation(self, checks: list[str] | None) -> Any:
+        from stalwart_agents.agent import Agent
+
+        data = dict(self.catalogue)
+        settings = dict(self.settings)
+        if checks is not None:
+            settings["checks"] = list(checks)
+        if settings:
+            data["settings"] = settings
+        path = self.folder / "chat-agent.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        return Agent.from_file(path, verify=False).conversation(user="door", agent=AGENT)
+
+    def check(self, call: dict[str, Any]) -> dict[str, Any]:
+        call, options = _split(call)
+        conversation = self._conversation(options.get("checks"))
+        session, token = conversation.session, None
+        for step, value in self.steps:
+            if step == "read":
+                session.read(value)
+            elif step == "ran":
+                session.record_call({"agent": AGENT, **value[0]}, value[1])
+            else:  # the person's yes to a call the conversation put to them
+                asked = conversation.decide({"agent": AGENT, **value})
+                assert asked.decision == "confirm", asked
+                token = session.token_for({"agent": AGENT, **value})
+        answer = conversation.decide({"agent": AGENT, **call}, token=token)
+        return {"decision": answer.decision, "reasons": answer.reasons, "detail": answer.detail}

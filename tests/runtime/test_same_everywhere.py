@@ -1,4 +1,5 @@
-"""Every door gives the same answer: the SDK in this process, the console's API, the command line.
+"""Every door gives the same answer: the SDK in this process, the console's API, the command line,
+and the conversation `Agent.chat` holds.
 
 Each example of the guardrail-checks page runs with its check alone and with every check on (and
 the checks of what was said in each of their modes) through every door that can express it; the
@@ -14,7 +15,7 @@ import pytest
 
 from tests.guard.engine.conftest import lab_catalogue
 
-from .doors import CliDoor, ConsoleDoor, LocalDoor
+from .doors import ChatDoor, CliDoor, ConsoleDoor, LocalDoor
 from .scenarios import Scenario, scenarios
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +79,7 @@ def doors(editor, approver, client_for, tmp_path, capsys):
         LocalDoor(),
         ConsoleDoor(client_for(editor), client_for(approver)),
         CliDoor(tmp_path, capsys),
+        ChatDoor(tmp_path),
     ]
 
 
