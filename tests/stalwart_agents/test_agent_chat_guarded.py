@@ -339,3 +339,27 @@ def test_a_sanitized_call_is_decided_again_by_the_tool_check(tmp_path):
     reply = agent.chat("close ticket 12345 because done", user="eva")
     assert reply.waiting is None and "argument_schema" in reply.text
     assert agent.chat("yes", user="eva").ran == [] and module.CALLS == []
+
+
+def test_a_firewall_cap_cost_verdict_refuses_the_call_that_would_pass_the_cap(tmp_path):
+    """The firewall's `cap_cost` verdict is held with the tool check's figures: the run's cost so
+    far (the signed history's) and this call's; past the cap, `cost_exceeded`, nothing runs."""
+    from stalwart_agents import runtime
+    from stalwart_agents.chat import LocalFirewall, firewall_gate
+
+    (tmp_path / "firewall.json").write_text(
+        json.dumps(policy(rule("budget", "quote", "cap_cost", cap_cost_cents=500))),
+        encoding="utf-8",
+    )
+    catalogue = {
+        "agents": {"desk": {"tools": ["quote"]}},
+        "tools": [{"name": "quote", "kind": "read", "cost": 300, "parameters": {"type": "object"}}],
+    }
+    session = runtime.open_session("desk", catalogue=catalogue, key=b"k" * 32)
+    gate = firewall_gate(LocalFirewall(tmp_path / "firewall.json"), session)
+    call = {"tool": "quote", "agent": "desk", "arguments": {}}
+    assert gate(call, False).decision.decision == "allow"
+    session.record_call(call, {"price": 3})
+    over = gate(call, False).decision
+    assert (over.decision, over.reasons) == ("refuse", ("cost_exceeded",))
+    assert over.detail["cap"] == 500
