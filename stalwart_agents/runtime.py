@@ -524,13 +524,15 @@ class RuntimeSession:
 
     # -- what the person said ------------------------------------------------------------------
 
-    def read(self, turn: str) -> None:
-        """Keep the person's turn (the checks of what was said read it) and begin a new run."""
+    def read(self, turn: str, *, continues: bool = False) -> None:
+        """Keep the person's turn (the checks of what was said read it) and begin a new run,
+        unless the turn `continues` the run (a person's yes or no to a call it put to them)."""
         if not isinstance(turn, str):
             raise TypeError("a turn is the person's text")
         self.turns.append(turn)
         self.turns = self.turns[-50:]
-        self.begin_run()
+        if not continues:
+            self.begin_run()
 
     def begin_run(self) -> None:
         """A new run: a refusal from now on undoes only the writes made from now on."""

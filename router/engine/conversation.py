@@ -85,7 +85,7 @@ class _EngineSession:
         # Kept apart from the history: one swapped, emptied or cut short is history_invalid.
         self.head = self.history.head
 
-    def read(self, turn: str) -> None:
+    def read(self, turn: str, *, continues: bool = False) -> None:
         self.turns.append(turn)
 
     def check_call(
@@ -251,6 +251,8 @@ class Conversation:
         self.plans: list[Plan] = []
         self._asked_again = False
         self._pending_call: dict[str, Any] | None = None
+        # The calls a model asked for after the one waiting for the person, in the same run.
+        self._pending_rest: list[dict[str, Any]] = []
         self._pending_model_turn: str | None = None
 
     @property
@@ -274,14 +276,23 @@ class Conversation:
         if self._on_unread is None:
             setting = self._organisation() if callable(self._organisation) else self._organisation
             self._on_unread = setting or plans.REFUSE
-        self.session.read(turn)
         answer = self._yes_no(turn)
+        # A yes or a no to a call put to the person answers within the run that asked: the run
+        # goes on (a refusal later in it still undoes what it wrote, and a no undoes it now).
+        self.session.read(turn, continues=self._pending_call is not None and answer is not None)
         if self._pending_call is not None:
             call, self._pending_call = self._pending_call, None
+            rest, self._pending_rest = self._pending_rest, []
             if answer == "yes":
-                return self._run_confirmed(call)
+                reply, ok = self._run_confirmed(call)
+                if ok and rest:
+                    texts = [reply.text]
+                    self._model_calls(rest, reply, texts)
+                    reply.text = " ".join(t for t in texts if t)
+                return reply
             if answer == "no":
-                return Reply(self.phrases("cancelled", action=self._action(call["tool"])))
+                text = self.phrases("cancelled", action=self._action(call["tool"]))
+                return self._refused(Reply(""), text)
         if self._pending_model_turn is not None:
             pending, self._pending_model_turn = self._pending_model_turn, None
             if answer == "yes":
@@ -449,16 +460,15 @@ class Conversation:
             return False
         return self._execute(call, reply)
 
-    def _run_confirmed(self, call: Mapping[str, Any]) -> Reply:
+    def _run_confirmed(self, call: Mapping[str, Any]) -> tuple[Reply, bool]:
+        """The call the person said yes to, checked again with their token; whether it ran."""
         reply = Reply("")
         token = self.session.token_for(call)
         decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
-            return self._refused(
-                reply, self.phrases("refused", reasons=", ".join(decision.reasons))
-            )
-        self._execute(call, reply)
-        return reply
+            text = self.phrases("refused", reasons=", ".join(decision.reasons))
+            return self._refused(reply, text), False
+        return reply, self._execute(call, reply)
 
     # -- unread turns, models and calculations -------------------------------------------------
 
@@ -492,7 +502,7 @@ class Conversation:
         except ModelUnavailable as error:
             reply.text = self.phrases("model_unavailable", reason=str(error))
             return reply
-        texts = []
+        calls = []
         for asked in answer.calls:
             arguments = asked.get("arguments")
             arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
@@ -505,13 +515,27 @@ class Conversation:
             owner = self.router.owner_of(str(call["tool"]))
             if owner is not None:
                 call["agent"] = asked.get("agent", owner)
+            calls.append(call)
+        texts: list[str] = []
+        self._model_calls(calls, reply, texts)
+        if answer.text:
+            texts.insert(0, answer.text)
+        reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
+        return reply
+
+    def _model_calls(self, calls: list[dict[str, Any]], reply: Reply, texts: list[str]) -> None:
+        """The calls a model asked for, in order, within one run: each checked; one put to the
+        person waits with the rest kept for after their yes; a refusal or a failure stops the
+        run and undoes what it wrote, last first."""
+        for position, call in enumerate(calls):
             decision, call = self._decide(call, reply)
             if decision.decision == REFUSE:
                 self._refused(reply, self.phrases("refused", reasons=", ".join(decision.reasons)))
                 texts.append(reply.text)
-                break
+                return
             if decision.decision == CONFIRM:
                 self._pending_call = call
+                self._pending_rest = calls[position + 1 :]
                 reply.waiting = "confirm"
                 texts.append(
                     self.phrases(
@@ -520,15 +544,11 @@ class Conversation:
                         arguments=self.phrases.arguments(call["arguments"]),
                     )
                 )
-                break
+                return
             if not self._execute(call, reply):
                 texts.append(reply.text)
-                break
+                return
             texts.append(reply.text)
-        if answer.text:
-            texts.insert(0, answer.text)
-        reply.text = " ".join(t for t in texts if t) or self.phrases("unread_refused")
-        return reply
 
     def _compose(self, plan: Plan, turn: str) -> Reply:
         """`composer: model`: the model writes the answer from the grounded passages only, and

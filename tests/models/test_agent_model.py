@@ -177,3 +177,46 @@ def test_the_conversation_sent_to_a_model_is_bounded_and_starts_with_the_person(
     assert sent[-1]["content"].startswith("100 ") and all(
         len(m["content"]) <= MAX_TEXT for m in sent
     )
+
+
+def _two_writes(then: dict) -> ScriptedModel:
+    return ScriptedModel(
+        "scripted:two-writes",
+        [{"calls": [
+            {"tool": "get_order", "arguments": {"order_id": "4411"}},
+            {"tool": "charge_card", "arguments": {"order_id": "4411", "amount": 40}},
+            then,
+        ]}],
+    )  # fmt: skip
+
+
+def test_a_yes_continues_the_models_run_and_a_later_refusal_undoes_it_last_first(shop_folder):
+    import sys
+
+    model = _two_writes({"tool": "delete_everything", "arguments": {}})
+    agent = Agent.from_file(shop_folder("on_unread: model"), model=model)
+    asked = unread_twice(agent, "write me a poem")
+    assert asked.waiting == "confirm" and asked.checks[-1]["call"]["tool"] == "charge_card"
+    done = agent.chat("yes", user="ana")
+    # The charge ran with the person's yes; the model's next call is refused within the same
+    # run, so the charge is undone by its declared compensation, itself checked and run once.
+    assert [r["tool"] for r in done.ran] == ["charge_card"], done.ran
+    assert "unknown_tool" in done.text and "charge_card compensated" in done.text
+    assert done.undone == [
+        {"index": 1, "tool": "charge_card", "status": "compensated", "compensation": "refund_card"}
+    ]
+    assert sys.modules["shop.tools"].ORDERS["4411"]["status"] == "refunded"
+
+
+def test_a_no_within_the_models_run_cancels_it_and_undoes_what_it_wrote(shop_folder):
+    model = _two_writes({"tool": "refund_card", "arguments": {"order_id": "4411", "amount": 1}})
+    agent = Agent.from_file(shop_folder("on_unread: model"), model=model)
+    unread_twice(agent, "write me a poem")
+    ran = agent.chat("yes", user="ana")
+    assert ran.waiting == "confirm" and ran.checks[-1]["call"]["tool"] == "refund_card"
+    assert [r["tool"] for r in ran.ran] == ["charge_card"]
+    cancelled = agent.chat("no", user="ana")
+    assert [u["tool"] for u in cancelled.undone] == ["charge_card"]
+    assert cancelled.undone[0]["status"] == "compensated"
+    # A no outside a run's question is a new turn: nothing is left to undo.
+    assert agent.chat("no", user="ana").undone == []
