@@ -26,6 +26,8 @@ def _source(item: object) -> str:
     """Where the runtime found a value, in words: `turn 0` is the person's first turn."""
     if not isinstance(item, dict):
         return ""
+    if item.get("free_text"):
+        return "free text the model writes (marked `free_text`: not asked about)"
     where = str(item.get("from") or "")
     if where.startswith("turn "):
         number = where.removeprefix("turn ")

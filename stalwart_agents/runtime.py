@@ -195,6 +195,10 @@ class Wiring:
                 self, arguments, claimed, turns=turns, history=history
             )
             call["origins"] = origins
+            known = self.catalogue.tools.get(call["tool"])
+            for name in known.free_text if known is not None else ():
+                if name in origins_detail:  # the model is expected to write it: not asked about
+                    origins_detail[name] = {**origins_detail[name], "free_text": True}
         decision = self.check.check(
             call,
             session=history,

@@ -366,3 +366,25 @@ def test_the_approvers_see_where_each_value_came_from_as_the_runtime_found_it(
     assert "typed by the person" in amount and "said in turn 1" in amount
     order = page[page.index('data-argument="order_id"') :].split("</tr>")[0]
     assert "written by the model" in order and "as the agent&#x27;s program said" in order
+
+
+def test_the_approvers_see_which_argument_is_free_text_the_model_writes(
+    editor, approver, client_for
+):
+    from .test_marks_everywhere import catalogue as marks_catalogue
+
+    client = client_for(editor)
+    opened = _post(client, "/v1/sessions", {"agent": "assistant", "catalogue": marks_catalogue()})
+    ident = opened.json()["id"]
+    _post(client, f"/v1/sessions/{ident}/read", {"turn": "note on order A1 that the parcel left"})
+    asked = _post(
+        client,
+        f"/v1/sessions/{ident}/check",
+        {"tool": "post_note", "arguments": {"order_id": "A1", "body": "Your parcel left"}},
+    ).json()
+    assert (asked["decision"], asked["reasons"]) == ("confirm", ["write"])
+    assert asked["detail"]["origins"]["body"]["free_text"] is True
+    assert "free_text" not in asked["detail"]["origins"]["order_id"]
+    page = client_for(approver).get("/approvals/").content.decode()
+    body = page[page.index('data-argument="body"') :].split("</tr>")[0]
+    assert "written by the model" in body and "free text the model writes" in body
