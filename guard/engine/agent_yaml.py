@@ -1,8 +1,9 @@
 """Reading an agent.yaml's text into a catalogue (the engine gets the text, never the file).
 
-The sections the tool check reads are `agents`, `tools`, `facts` and `tool_kinds`; the sections
-other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, `models`, `documents`
--- which the SDK checks and indexes --, ...) are kept as they are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
+The sections the tool check reads are `agents`, `tools`, `facts`, `tool_kinds` and `stores`; the
+sections other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, `models`,
+`documents` -- which the SDK checks and indexes --, the team's own `steps` and `edges` and the
+`advisories` the proof reads, ...) are kept as they are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
 beside agent.yaml (the rulebook, and the firewall policy JSON `Agent.chat` evaluates calls with):
 each must be a non-empty path, and what the file holds is read by the SDK, which names this key
 and its line when the file is missing or invalid.
@@ -43,6 +44,9 @@ OTHER_SECTIONS = frozenset(
         "name",
         "description",
         "models",
+        "steps",
+        "edges",
+        "advisories",
     }
 )
 
@@ -141,7 +145,9 @@ def load_agent_yaml(
         issues.append(Issue("firewall", "must be the path of a firewall policy (JSON)"))
         firewall = None
     tools = _with_undo(data.get("undo"), tools, issues) if "undo" in data else tools
-    catalogue_data = {key: data[key] for key in ("agents", "facts", "tool_kinds") if key in data}
+    catalogue_data = {
+        key: data[key] for key in ("agents", "facts", "tool_kinds", "stores") if key in data
+    }
     catalogue_data["tools"] = tools
     try:
         catalogue = load_catalogue(catalogue_data, tool_kinds=tool_kinds, infer=infer)
