@@ -243,8 +243,12 @@ def schema_problems(text: str, filename: str) -> list[str]:
             for key in sorted(set(error.instance) - known, key=str):
                 child = f"{field}.{key}" if field else str(key)
                 line = lines.get(child)
+                said = "is not a key the agent file reads"
+                if key is True:  # YAML 1.1 reads a bare `on` (and `yes`) as true
+                    said += " (YAML reads a bare `on` as true: an edge's `on` is `taken_on`)"
+                    line = line or lines.get(f"{field}.on" if field else "on")
                 where = f"{filename}:{line}" if line else filename
-                problems.append(f"{where}: {child}: is not a key the agent file reads")
+                problems.append(f"{where}: {child}: {said}")
             continue
         line = lines.get(field)
         where = f"{filename}:{line}" if line else filename

@@ -283,8 +283,15 @@ def merge_overlay(doc: Mapping[str, Any], overlay: Any) -> dict[str, Any]:
         if not isinstance(raw, Mapping):
             problems.append(Problem(path, "must be an object"))
             continue
-        if raw.get("from") not in ids or raw.get("to") not in ids:
-            problems.append(Problem(path, "must go `from` and `to` nodes the graph has"))
+        missing = [f"`{raw.get(k)}`" for k in ("from", "to") if raw.get(k) not in ids]
+        if missing:
+            problems.append(
+                Problem(
+                    path,
+                    "must go `from` and `to` nodes the graph has: the graph has no "
+                    + " and no ".join(missing),
+                )
+            )
             continue
         for position, item in enumerate(raw.get("when") or []):
             _, problem = atom_from(item)
@@ -328,9 +335,11 @@ def merge_overlay(doc: Mapping[str, Any], overlay: Any) -> dict[str, Any]:
 
 
 #: The keys of a team's step in agent.yaml's `steps:`, of a route of one, and of an `edges:` item.
+#: An edge's `on` of the graph document is `taken_on` in agent.yaml: YAML reads a bare `on` as
+#: the boolean true.
 STEP_KEYS = frozenset({"agent", "routes", "from", "description"})
-ROUTE_KEYS = frozenset({"to", "on", "when", "exit_after", "budget"})
-EDGE_KEYS = frozenset({"from", "to", "on", "when", "exit_after", "budget"})
+ROUTE_KEYS = frozenset({"to", "taken_on", "when", "exit_after", "budget"})
+EDGE_KEYS = frozenset({"from", "to", "taken_on", "when", "exit_after", "budget"})
 
 
 @dataclass
@@ -360,6 +369,8 @@ def read_team(steps: Any, edges: Any, where) -> tuple[Team | None, list[Problem]
 
     def add_edge(raw: Mapping[str, Any], path: str) -> None:
         entry = {key: copy.deepcopy(raw[key]) for key in EDGE_KEYS if key in raw}
+        if "taken_on" in entry:
+            entry["on"] = entry.pop("taken_on")
         entry["at"] = at_list([where(path)])
         team.overlay["edges"].append(entry)
         team.edge_paths.append(path)
@@ -394,7 +405,7 @@ def read_team(steps: Any, edges: Any, where) -> tuple[Team | None, list[Problem]
                 for key in sorted(set(route) - ROUTE_KEYS, key=str):
                     problems.append(Problem(f"{here}.{key}", "is not a field of a route"))
                 node["routes"].append(route["to"])
-                add_edge({"on": "route", **route, "from": str(name)}, here)
+                add_edge({"taken_on": "route", **route, "from": str(name)}, here)
         team.overlay["nodes"].append(node)
         team.node_paths.append(path)
         sources = spec.get("from") or []
@@ -402,14 +413,20 @@ def read_team(steps: Any, edges: Any, where) -> tuple[Team | None, list[Problem]
             problems.append(Problem(f"{path}.from", "must be a list of step ids"))
             sources = []
         for position, source in enumerate(sources):
-            add_edge({"from": source, "to": str(name), "on": "step"}, f"{path}.from[{position}]")
+            add_edge(
+                {"from": source, "to": str(name), "taken_on": "step"}, f"{path}.from[{position}]"
+            )
     if edges is not None and not isinstance(edges, list):
-        problems.append(Problem("edges", "must be a list of `{from, to, on, when, exit_after}`"))
+        problems.append(
+            Problem("edges", "must be a list of `{from, to, taken_on, when, exit_after}`")
+        )
         edges = []
     for index, raw in enumerate(edges or []):
         path = f"edges[{index}]"
         if not isinstance(raw, Mapping):
-            problems.append(Problem(path, "must be `{from, to, on, when, exit_after, budget}`"))
+            problems.append(
+                Problem(path, "must be `{from, to, taken_on, when, exit_after, budget}`")
+            )
             continue
         for key in sorted(set(raw) - EDGE_KEYS, key=str):
             problems.append(Problem(f"{path}.{key}", "is not a field of an edge"))

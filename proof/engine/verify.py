@@ -117,6 +117,9 @@ class _Reader:
         self.used: dict[str, FileContent] = {}
 
     def problem(self, field: str, message: str) -> None:
+        if field.startswith(f"{self.filename}:"):  # already placed (the YAML reader's own line)
+            self.problems.append(Problem(field, message))
+            return
         line = self.lines.get(field)
         where = f"{self.filename}:{line}" if line else self.filename
         self.problems.append(Problem(f"{where}: {field}" if field else where, message))
@@ -340,6 +343,10 @@ def _with_team(doc: dict[str, Any], sources: AgentSources) -> dict[str, Any]:
     return merged
 
 
+#: The agent.yaml fields that become an edge of the graph: a step's route or `from`, an `edges:` item.
+_TEAM_EDGE = re.compile(r"^(steps\.[^.]+\.(routes|from)\[\d+\]|edges\[\d+\]|steps\.[^.]+)$")
+
+
 def _team_problem(problem: Problem, doc: Mapping[str, Any], sources: AgentSources) -> Problem:
     """A problem the graph's check found in what agent.yaml's `steps:`/`edges:` added, named by
     the line it was written on (each added step and edge carries its `at`)."""
@@ -352,12 +359,8 @@ def _team_problem(problem: Problem, doc: Mapping[str, Any], sources: AgentSource
         items[index].get("at") if index < len(items) and isinstance(items[index], Mapping) else None
     )
     line = at[0]["line"] if at else None
-    paths = [
-        p
-        for p, n in sources.lines.items()
-        if n == line and p.split(".")[0].split("[")[0] in ("steps", "edges")
-    ]
-    field = max(paths, key=len) if paths else match.group(1)
+    paths = [p for p, n in sources.lines.items() if n == line and _TEAM_EDGE.match(p)]
+    field = min(paths, key=len) if paths else match.group(1)
     where = f"{sources.filename}:{line}" if line else sources.filename
     return Problem(f"{where}: {field}{match.group(3)}", problem.message)
 
