@@ -72,3 +72,32 @@ def test_every_rule_of_the_table_has_a_pair_or_is_listed_as_not_writable() -> No
 
 def test_the_examples_write_the_declarations_in_agent_yaml_not_an_overlay() -> None:
     assert not list(EXAMPLES.glob("**/*.json"))
+
+
+def _verify(rule: str, variant: str, **options):
+    from proof.engine import ProofCache, verify_agent_file
+
+    folder = EXAMPLES / rule / variant
+    files = {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir() if p.is_file()}
+    text = files.pop("agent.yaml")
+    return verify_agent_file(text, files=files, cache=ProofCache(), **options)
+
+
+def test_an_overlay_s_declaration_wins_over_agent_yaml_s_key_by_key() -> None:
+    assert {f.rule for f in _verify("QG020", "raises").findings} == {"QG020"}
+    overlay = {"declarations": {"tools": {"search_docs": {"bound_to_user": True}}}}
+    assert {f.rule for f in _verify("QG020", "raises", overlay=overlay).findings} == set()
+    # The store it reads is still agent.yaml's: the overlay changed one key, not the tool's marks.
+    overlay = {"declarations": {"stores": {"docs": {"multi_tenant": False}}}}
+    assert {f.rule for f in _verify("QG020", "raises", overlay=overlay).findings} == set()
+
+
+def test_the_proof_reads_the_same_marks_the_tool_check_loads() -> None:
+    from guard.engine import load_agent_yaml
+
+    text = (EXAMPLES / "QG019" / "raises" / "agent.yaml").read_text(encoding="utf-8")
+    catalogue = load_agent_yaml(text).catalogue
+    assert catalogue.tools["get_customer"].confidential is True
+    report = _verify("QG019", "raises")
+    assert [f.subject for f in report.findings] == ["send_report"]
+    assert "QG019" not in {rule for rule, _ in report.nothing_to_read}
