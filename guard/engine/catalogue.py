@@ -11,8 +11,19 @@ A catalogue is a mapping (JSON, or what `agent_yaml.load_agent_yaml` makes of an
                 "compensation": {"tool": "refund_card", "bind": {"amount": "arguments.amount"}},
                 "irreversible": false, "idempotent": false, "checks": [...],
                 "reads_outside": ["email"], "requires_trust": "internal", "withdrawn": false,
-                "secret": ["card_number"], "fetches": ["url"], "cost": 5}],
-     "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}}}
+                "secret": ["card_number"], "fetches": ["url"], "cost": 5,
+                "confidential": false, "reads_store": "docs", "writes_store": null,
+                "bound_to_user": true, "source": "pypi:shop-tools", "server": null,
+                "pin": "1.4.2"}],
+     "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}},
+     "stores": {"docs": {"persistent": true, "multi_tenant": true}}}
+
+An agent may add `channel: {url, auth}`, the remote channel its turns come in on. The marks
+`confidential`, `reads_store`, `writes_store`, `bound_to_user`, `source`, `server` and `pin`, the
+`stores:` they name and an agent's `channel` change nothing the check decides: they are what the
+proof reads (QG019-QG021, QG106, QG107), loaded here so that the proof and the runtime read one
+declaration. So is `Tool.argument_kinds`: what each argument's schema says it holds (`format:
+sql`, ...; `marks.declared_kind`).
 
 Order rules (`after`, `not_after`) name a tool, or `{tool, bind}` where `bind` maps an argument of
 this call to a source in the earlier call (`result.<field>`, `arguments.<field>`, or a bare field
