@@ -497,16 +497,7 @@ def _load_stores(raw: Any, issues: list[Issue]) -> dict[str, Store]:
         issues.append(Issue("stores", "must map store names to `{persistent, multi_tenant}`"))
         return {}
     stores: dict[str, Store] = {}
-    for name, spec in raw.items():
-        where = f"stores.{name}"
-        if not _is_name(name):
-            issues.append(Issue(where, f"is not a valid store name: `{name}`"))
-            continue
-        if not isinstance(spec, Mapping):
-            issues.append(Issue(where, "must be `{persistent, multi_tenant}`"))
-            continue
-        for key in sorted(set(spec) - STORE_KEYS, key=str):
-            issues.append(Issue(f"{where}.{key}", "is not a field of a store"))
+    for name, spec, where in _named_entries(raw, "stores", "store", STORE_KEYS, issues):
         persistent = _bool(spec, "persistent", where, issues)
         multi_tenant = _bool(spec, "multi_tenant", where, issues)
         stores[name] = Store(name, persistent=persistent, multi_tenant=multi_tenant)
@@ -547,6 +538,23 @@ def _check_result_schema(schema: Any, path: str) -> list[Issue]:
     return list(pattern_issues(schema, path))
 
 
+def _named_entries(raw: Mapping[str, Any], section: str, what: str, keys, issues: list[Issue]):
+    """(name, entry, path) of each entry of a section keyed by name (`agents`, `stores`), after
+    refusing a name that is not one, an entry that is not a mapping and every unknown field."""
+    article = "an" if what[0] in "aeiou" else "a"
+    for name, entry in raw.items():
+        where = f"{section}.{name}"
+        if not _is_name(name):
+            issues.append(Issue(where, f"is not a valid {what} name: `{name}`"))
+            continue
+        if not isinstance(entry, Mapping):
+            issues.append(Issue(where, "must be a mapping"))
+            continue
+        for key in sorted(set(entry) - keys, key=str):
+            issues.append(Issue(f"{where}.{key}", f"is not a field of {article} {what}"))
+        yield name, entry, where
+
+
 def _load_agents(raw, names, issues) -> dict[str, Agent]:
     if raw is None:
         return {}
@@ -554,16 +562,7 @@ def _load_agents(raw, names, issues) -> dict[str, Agent]:
         issues.append(Issue("agents", "must be a mapping of agent name to agent"))
         return {}
     agents = {}
-    for name, agent in raw.items():
-        where = f"agents.{name}"
-        if not _is_name(name):
-            issues.append(Issue(where, f"is not a valid agent name: `{name}`"))
-            continue
-        if not isinstance(agent, Mapping):
-            issues.append(Issue(where, "must be a mapping"))
-            continue
-        for key in sorted(set(agent) - AGENT_KEYS):
-            issues.append(Issue(f"{where}.{key}", "is not a field of an agent"))
+    for name, agent, where in _named_entries(raw, "agents", "agent", AGENT_KEYS, issues):
         tools = agent.get("tools", [])
         if not isinstance(tools, list):
             issues.append(Issue(f"{where}.tools", "must be a list of tool names"))
