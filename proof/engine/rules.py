@@ -641,7 +641,32 @@ def rule_page_fields(info: RuleInfo) -> list[tuple[str, str]]:
         ("Does not prove", info.does_not_prove),
         ("Reads", info.reads),
         ("Fix", info.fix_template),
+        ("Example", example_text(info.id)),
     ]
+
+
+#: Where the repository keeps, for a rule, an agent that raises it and its fixed twin.
+EXAMPLE = "examples/proof/{id}/{variant}/agent.yaml"
+#: The rules no agent file can raise, and why (the README's list says the same).
+NOT_WRITABLE: Mapping[str, str] = {
+    "QG312": "none: only two engines that answer one question differently raise it, which no agent "
+    "file can plant",
+}
+
+
+def example_path(rule_id: str, variant: str) -> str:
+    """The example agent file of a rule (`raises` or `fixed`), relative to the repository."""
+    return EXAMPLE.format(id=rule_id, variant=variant)
+
+
+def example_text(rule_id: str) -> str:
+    """What a rule's page says of its example: the file that raises it and the one that does not."""
+    if rule_id in NOT_WRITABLE:
+        return NOT_WRITABLE[rule_id]
+    return (
+        f"`{example_path(rule_id, 'raises')}` raises it; `{example_path(rule_id, 'fixed')}`, "
+        "its fixed twin, does not (`stalwart verify` each, as its second line says)"
+    )
 
 
 def render_rule_text(info: RuleInfo) -> str:
@@ -665,6 +690,7 @@ def render_rules_reference(registry: Iterable[RuleInfo] = REGISTRY) -> str:
             f"**Proves.** {info.proves}\n\n"
             f"**Does not prove.** {info.does_not_prove}\n\n"
             f"**Reads.** {info.reads}\n\n"
-            f"**Fix.** {info.fix}\n"
+            f"**Fix.** {info.fix}\n\n"
+            f"**Example.** {example_text(info.id)}.\n"
         )
     return "\n".join(parts)

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from proof.engine import BY_ID, REGISTRY
+from proof.engine.rules import NOT_WRITABLE as PAGE_NOT_WRITABLE
+from proof.engine.rules import example_path, rule_page_fields
 from stalwart_agents import cli_verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +103,14 @@ def test_the_proof_reads_the_same_marks_the_tool_check_loads() -> None:
     report = _verify("QG019", "raises")
     assert [f.subject for f in report.findings] == ["send_report"]
     assert "QG019" not in {rule for rule, _ in report.nothing_to_read}
+
+
+@pytest.mark.parametrize("info", REGISTRY, ids=lambda info: info.id)
+def test_each_rule_s_page_names_its_example_files_and_they_exist(info) -> None:
+    example = dict(rule_page_fields(info))["Example"]
+    if info.id in NOT_WRITABLE:
+        assert info.id in PAGE_NOT_WRITABLE and "none" in example
+        return
+    for variant in ("raises", "fixed"):
+        assert f"`{example_path(info.id, variant)}`" in example
+        assert (ROOT / example_path(info.id, variant)).is_file()
