@@ -114,3 +114,25 @@ def test_each_rule_s_page_names_its_example_files_and_they_exist(info) -> None:
     for variant in ("raises", "fixed"):
         assert f"`{example_path(info.id, variant)}`" in example
         assert (ROOT / example_path(info.id, variant)).is_file()
+
+
+def test_an_advisory_of_agent_yaml_s_own_is_reported_as_the_shipped_ones_are(tmp_path, capsys):
+    import shutil
+
+    shutil.copytree(EXAMPLES / "QG022" / "fixed", tmp_path / "desk")
+    agent = tmp_path / "desk" / "agent.yaml"
+    text = agent.read_text(encoding="utf-8")
+    agent.write_text(
+        text + "advisories:\n"
+        "  - id: ACME-ADV-7\n"
+        "    rails: [refunds]\n"
+        "    summary: the refunds flow of 2025 lets a refund through twice\n"
+        "    instead: use refunds_v2\n",
+        encoding="utf-8",
+    )
+    code = cli_verify.main([str(agent), "--format", "json"])
+    out, err = capsys.readouterr()
+    findings = json.loads(out)["findings"]
+    assert (code, err) == (1, "")
+    assert [(f["rule"], f["on"]) for f in findings] == [("QG022", "refunds")]
+    assert "ACME-ADV-7" in findings[0]["message"] and "ACME-ADV-7" in findings[0]["fix"]
