@@ -13,7 +13,7 @@ A catalogue is a mapping (JSON, or what `agent_yaml.load_agent_yaml` makes of an
                 "reads_outside": ["email"], "requires_trust": "internal", "withdrawn": false,
                 "secret": ["card_number"], "fetches": ["url"], "cost": 5,
                 "confidential": false, "reads_store": "docs", "writes_store": null,
-                "bound_to_user": true, "source": "pypi:shop-tools", "server": null,
+                "bound_to_user": true, "source": "shop-tools", "server": null,
                 "pin": "1.4.2"}],
      "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}},
      "stores": {"docs": {"persistent": true, "multi_tenant": true}}}

@@ -44,7 +44,7 @@ TOOL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("writes_store", "a store of `stores:`", "the proof (QG021): the store it writes"),
     ("bound_to_user", "`true` / `false`", "the proof (QG020): it takes the tenant from the "
      "user's identity, never from the call"),
-    ("source", "text (`pypi:shop-tools`)", "the proof (QG106): the package its code comes from"),
+    ("source", "text (`shop-tools`)", "the proof (QG106): the package its code comes from"),
     ("server", "text (`mcp+https://tools.example/orders`)", "the proof (QG106): the server it "
      "runs on"),
     ("pin", "text (`1.4.2`, `sha256:...`)", "the proof (QG106): what `source` / `server` is "
