@@ -205,6 +205,24 @@ BASE = (
 )
 INVALID = [
     (
+        "a confidential mark that is not true or false",
+        ("    kind: read\n", "    kind: read\n    confidential: sometimes\n"),
+        "agent.yaml:7: tools[0].confidential: 'sometimes' is not of type 'boolean'",
+    ),
+    (
+        "a channel with no authentication word the proof knows",
+        (
+            "    tools: [get_order, refund_card]\n",
+            "    tools: [get_order, refund_card]\n    channel: {url: 'https://a.example', auth: pw}\n",
+        ),
+        "agent.yaml:4: agents.desk.channel.auth: 'pw' is not one of",
+    ),
+    (
+        "a pin that is empty",
+        ("    kind: write\n", "    kind: write\n    server: mcp+https://t.example\n    pin: ''\n"),
+        "agent.yaml:12: tools[1].pin: '' should be non-empty",
+    ),
+    (
         "an undo naming a missing tool",
         ("", "undo:\n  refund_card: {tool: cancel_refund}\n"),
         "agent.yaml:13: undo.refund_card.tool: names a tool the catalogue does not have: "
