@@ -16,9 +16,10 @@ fails the gate. agent.yaml is first validated against the published JSON Schema
 (`stalwart_agents/schemas/agent.schema.json`): every error, with its line, exit 1. A `firewall:` file that is missing or not a valid policy is invalid input (exit 1,
 naming the key and its line), as `Agent.from_file` finds it.
 
-Exit codes: 0 the gate passes, 1 the gate fails, 2 a usage, configuration or internal error (an
-agent file that does not load, a file it names that cannot be read, an invalid graph). No
-traceback is ever shown.
+Exit codes: 0 the gate passes, 1 the gate fails or the agent file is invalid input (it breaks the
+schema, or does not load: a tool, agent, store or step it names does not exist, a key is written
+twice, ...; each problem with its field and line), 2 a usage, configuration or internal error (a
+file that cannot be read, an invalid graph document or overlay). No traceback is ever shown.
 
 Plugged into `stalwart` as a command group: `NAME`, `HELP`, `register(parser)`.
 """
@@ -243,8 +244,12 @@ def schema_problems(text: str, filename: str) -> list[str]:
             for key in sorted(set(error.instance) - known, key=str):
                 child = f"{field}.{key}" if field else str(key)
                 line = lines.get(child)
+                said = "is not a key the agent file reads"
+                if key is True:  # YAML 1.1 reads a bare `on` (and `yes`) as true
+                    said += " (YAML reads a bare `on` as true: an edge's `on` is `taken_on`)"
+                    line = line or lines.get(f"{field}.on" if field else "on")
                 where = f"{filename}:{line}" if line else filename
-                problems.append(f"{where}: {child}: is not a key the agent file reads")
+                problems.append(f"{where}: {child}: {said}")
             continue
         line = lines.get(field)
         where = f"{filename}:{line}" if line else filename

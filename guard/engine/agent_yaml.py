@@ -1,8 +1,9 @@
 """Reading an agent.yaml's text into a catalogue (the engine gets the text, never the file).
 
-The sections the tool check reads are `agents`, `tools`, `facts` and `tool_kinds`; the sections
-other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, `models`, `documents`
--- which the SDK checks and indexes --, ...) are kept as they are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
+The sections the tool check reads are `agents`, `tools`, `facts`, `tool_kinds` and `stores`; the
+sections other parts of Stalwart read (`rulebook`, `firewall`, `settings`, `replies`, `models`,
+`documents` -- which the SDK checks and indexes --, the team's own `steps` and `edges` and the
+`advisories` the proof reads, ...) are kept as they are in `AgentFile.other`. Any other top-level key is refused. `rulebook` and `firewall` name files
 beside agent.yaml (the rulebook, and the firewall policy JSON `Agent.chat` evaluates calls with):
 each must be a non-empty path, and what the file holds is read by the SDK, which names this key
 and its line when the file is missing or invalid.
@@ -43,6 +44,9 @@ OTHER_SECTIONS = frozenset(
         "name",
         "description",
         "models",
+        "steps",
+        "edges",
+        "advisories",
     }
 )
 
@@ -140,13 +144,17 @@ def load_agent_yaml(
     if "firewall" in data and (not isinstance(firewall, str) or not firewall.strip()):
         issues.append(Issue("firewall", "must be the path of a firewall policy (JSON)"))
         firewall = None
-    tools = _with_undo(data.get("undo"), tools, issues) if "undo" in data else tools
-    catalogue_data = {key: data[key] for key in ("agents", "facts", "tool_kinds") if key in data}
+    folded: dict[int, str] = {}
+    if "undo" in data:
+        tools = _with_undo(data.get("undo"), tools, issues, folded)
+    catalogue_data = {
+        key: data[key] for key in ("agents", "facts", "tool_kinds", "stores") if key in data
+    }
     catalogue_data["tools"] = tools
     try:
         catalogue = load_catalogue(catalogue_data, tool_kinds=tool_kinds, infer=infer)
     except CatalogueInvalid as error:
-        issues.extend(_relabel(issue, origins) for issue in error.issues)
+        issues.extend(_relabel(_undo_section(issue, folded), origins) for issue in error.issues)
         catalogue = None
     if issues or catalogue is None:
         raise CatalogueInvalid(issues)
@@ -156,7 +164,9 @@ def load_agent_yaml(
     )
 
 
-def _with_undo(section: Any, tools: list[Any], issues: list[Issue]) -> list[Any]:
+def _with_undo(
+    section: Any, tools: list[Any], issues: list[Issue], folded: dict[int, str]
+) -> list[Any]:
     """Fold the `undo:` section (tool -> `none`, an undo tool, or `{tool, bind}`) into the tools.
 
     It is how an agent file says the undo of a tool that a module declares: `undo: {refund_card:
@@ -169,18 +179,27 @@ def _with_undo(section: Any, tools: list[Any], issues: list[Issue]) -> list[Any]
     by_name = {
         tool.get("name"): index for index, tool in enumerate(tools) if isinstance(tool, Mapping)
     }
-    folded = list(tools)
+    merged = list(tools)
     for name, undo in section.items():
         index = by_name.get(name)
         if index is None:
             issues.append(Issue(f"undo.{name}", "names a tool the agent file does not have"))
             continue
-        tool = folded[index]
+        tool = merged[index]
         if "undo" in tool or "compensation" in tool:
             issues.append(Issue(f"undo.{name}", "the tool already says its undo"))
             continue
-        folded[index] = {**tool, "undo": undo}
-    return folded
+        merged[index] = {**tool, "undo": undo}
+        folded[index] = str(name)
+    return merged
+
+
+def _undo_section(issue: Issue, folded: dict[int, str]) -> Issue:
+    """An issue in an undo the top-level `undo:` section gave, named there: `undo.refund_card`."""
+    match = re.match(r"^tools\[(\d+)\]\.undo(.*)$", issue.path)
+    if match is None or int(match.group(1)) not in folded:
+        return issue
+    return Issue(f"undo.{folded[int(match.group(1))]}{match.group(2)}", issue.message)
 
 
 def _relabel(issue: Issue, origins: list[str]) -> Issue:

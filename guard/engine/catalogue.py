@@ -11,8 +11,19 @@ A catalogue is a mapping (JSON, or what `agent_yaml.load_agent_yaml` makes of an
                 "compensation": {"tool": "refund_card", "bind": {"amount": "arguments.amount"}},
                 "irreversible": false, "idempotent": false, "checks": [...],
                 "reads_outside": ["email"], "requires_trust": "internal", "withdrawn": false,
-                "secret": ["card_number"], "fetches": ["url"], "cost": 5}],
-     "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}}}
+                "secret": ["card_number"], "fetches": ["url"], "cost": 5,
+                "confidential": false, "reads_store": "docs", "writes_store": null,
+                "bound_to_user": true, "source": "shop-tools", "server": null,
+                "pin": "1.4.2"}],
+     "facts": {"order_paid": {"from": "get_order.status == paid", "same": "order_id"}},
+     "stores": {"docs": {"persistent": true, "multi_tenant": true}}}
+
+An agent may add `channel: {url, auth}`, the remote channel its turns come in on. The marks
+`confidential`, `reads_store`, `writes_store`, `bound_to_user`, `source`, `server` and `pin`, the
+`stores:` they name and an agent's `channel` change nothing the check decides: they are what the
+proof reads (QG019-QG021, QG106, QG107), loaded here so that the proof and the runtime read one
+declaration. So is `Tool.argument_kinds`: what each argument's schema says it holds (`format:
+sql`, ...; `marks.declared_kind`).
 
 Order rules (`after`, `not_after`) name a tool, or `{tool, bind}` where `bind` maps an argument of
 this call to a source in the earlier call (`result.<field>`, `arguments.<field>`, or a bare field
@@ -41,7 +52,7 @@ from jsonschema.exceptions import SchemaError
 
 from .errors import CatalogueInvalid, Issue
 from .kinds import KINDS, is_write, parse_tool_kinds, resolve_kind
-from .marks import Cost, free_text_arguments, parse_cost, parse_fetches
+from .marks import Cost, argument_kinds, free_text_arguments, parse_cost, parse_fetches
 from .patterns import pattern_issues
 from .refs import parse_source
 from .schema import ArgumentSchema, compile_parameters, declared_names
@@ -51,8 +62,13 @@ from .tool_checks import CheckItem, parse_checks
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 ON_UNREAD = ("refuse", "model", "ask", "answer")
 PRIVILEGES = ("low", "normal", "high")
-CATALOGUE_KEYS = frozenset({"agents", "tools", "facts", "tool_kinds"})
-AGENT_KEYS = frozenset({"tools", "privilege", "hands_off_to", "model", "on_unread", "description"})
+CATALOGUE_KEYS = frozenset({"agents", "tools", "facts", "tool_kinds", "stores"})
+AGENT_KEYS = frozenset(
+    {"tools", "privilege", "hands_off_to", "model", "on_unread", "description", "channel"}
+)
+#: How a remote channel of an agent authenticates who speaks on it (`none`: nobody is asked).
+CHANNEL_AUTH = ("none", "token", "mtls", "oauth", "basic")
+STORE_KEYS = frozenset({"persistent", "multi_tenant", "description"})
 TOOL_KEYS = frozenset(
     {
         "name",
@@ -74,6 +90,13 @@ TOOL_KEYS = frozenset(
         "undo",
         "fetches",
         "cost",
+        "confidential",
+        "reads_store",
+        "writes_store",
+        "bound_to_user",
+        "source",
+        "server",
+        "pin",
     }
 )
 
@@ -149,6 +172,22 @@ class Tool:
     fetches: tuple[str, ...] = ()
     # What one call costs the run, in cents (`cost: 5` or `cost: {argument: price}`).
     cost: Cost | None = None
+    # What each argument holds where its schema's `format` / `contentMediaType` says it is code,
+    # a command, SQL, a query, a path, a URL or a template (`marks.declared_kind`): the proof's
+    # QG017 / QG018 read this, and the loader refuses `free_text` on such an argument.
+    argument_kinds: Mapping[str, str] = field(default_factory=dict)
+    # What it returns must not leave (QG019: no model-chosen send after it without a yes).
+    confidential: bool = False
+    # The store it reads (QG020, QG021) or writes (QG021), named in `stores:`.
+    reads_store: str | None = None
+    writes_store: str | None = None
+    # A read of a multi-tenant store that takes the tenant from the user, not the call (QG020).
+    bound_to_user: bool = False
+    # Where the tool's code comes from (`source`: a package, `server`: an MCP server) and the
+    # version or digest it is pinned to (QG106).
+    source: str | None = None
+    server: str | None = None
+    pin: str | None = None
 
     @property
     def is_write(self) -> bool:
@@ -166,6 +205,18 @@ class Agent:
     privilege: str = "normal"
     model: str | None = None
     on_unread: str | None = None
+    # A remote channel turns come in on (`{url, auth}`, QG107), or None.
+    channel: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Store:
+    """A store tools read or write (`stores:`): whether it outlives a session, whether it holds
+    several tenants' data."""
+
+    name: str
+    persistent: bool = False
+    multi_tenant: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,6 +229,7 @@ class Catalogue:
     fact_sources: tuple[FactSource, ...] = ()
     undo_tools: frozenset[str] = frozenset()
     outside_tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    stores: Mapping[str, Store] = field(default_factory=dict)
 
     def kind(self, name: str, *, infer: bool = True) -> str:
         tool = self.tools[name]
@@ -389,6 +441,9 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
     )
     issues.extend(found)
     uninferred = resolve_kind(name, file_kinds=file_kinds, mark=mark, infer=False)
+    confidential = _bool(raw, "confidential", where, issues)
+    bound_to_user = _bool(raw, "bound_to_user", where, issues)
+    texts = {key: _text(raw, key, where, issues) for key in TEXT_MARKS}
     return Tool(
         name=name,
         description=description,
@@ -412,7 +467,64 @@ def _load_tool(raw, where, names, raw_tools, file_kinds, infer, issues) -> Tool 
         free_text=free_text,
         fetches=fetches,
         cost=cost,
+        argument_kinds=argument_kinds(raw_parameters),
+        confidential=confidential,
+        bound_to_user=bound_to_user,
+        **texts,
     )
+
+
+#: The tool marks written as a non-empty text: the stores it reads and writes, where its code
+#: comes from and what it is pinned to.
+TEXT_MARKS = ("reads_store", "writes_store", "source", "server", "pin")
+
+
+def _text(raw: Mapping[str, Any], key: str, where: str, issues: list[Issue]) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 1000:
+        issues.append(Issue(f"{where}.{key}", f"must be a non-empty text, not `{value}`"))
+        return None
+    return value
+
+
+def _load_stores(raw: Any, issues: list[Issue]) -> dict[str, Store]:
+    """`stores: {notes: {persistent: true, multi_tenant: false}}`."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        issues.append(Issue("stores", "must map store names to `{persistent, multi_tenant}`"))
+        return {}
+    stores: dict[str, Store] = {}
+    for name, spec, where in _named_entries(raw, "stores", "store", STORE_KEYS, issues):
+        persistent = _bool(spec, "persistent", where, issues)
+        multi_tenant = _bool(spec, "multi_tenant", where, issues)
+        stores[name] = Store(name, persistent=persistent, multi_tenant=multi_tenant)
+    return stores
+
+
+def _channel(raw: Any, where: str, issues: list[Issue]) -> dict[str, str] | None:
+    """An agent's `channel: {url, auth}`: where its turns come from, and who is asked who speaks."""
+    if raw is None:
+        return None
+    path = f"{where}.channel"
+    if not isinstance(raw, Mapping):
+        issues.append(Issue(path, "must be `{url, auth}`"))
+        return None
+    for key in sorted(set(raw) - {"url", "auth"}, key=str):
+        issues.append(Issue(f"{path}.{key}", "is not a field of a channel"))
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.strip() or len(url) > 2000:
+        issues.append(Issue(f"{path}.url", "must be the channel's address"))
+        return None
+    auth = raw.get("auth", "none")
+    if auth not in CHANNEL_AUTH:
+        issues.append(
+            Issue(f"{path}.auth", f"must be one of {', '.join(CHANNEL_AUTH)}, not `{auth}`")
+        )
+        return None
+    return {"url": url, "auth": auth}
 
 
 def _check_result_schema(schema: Any, path: str) -> list[Issue]:
@@ -426,6 +538,23 @@ def _check_result_schema(schema: Any, path: str) -> list[Issue]:
     return list(pattern_issues(schema, path))
 
 
+def _named_entries(raw: Mapping[str, Any], section: str, what: str, keys, issues: list[Issue]):
+    """(name, entry, path) of each entry of a section keyed by name (`agents`, `stores`), after
+    refusing a name that is not one, an entry that is not a mapping and every unknown field."""
+    article = "an" if what[0] in "aeiou" else "a"
+    for name, entry in raw.items():
+        where = f"{section}.{name}"
+        if not _is_name(name):
+            issues.append(Issue(where, f"is not a valid {what} name: `{name}`"))
+            continue
+        if not isinstance(entry, Mapping):
+            issues.append(Issue(where, "must be a mapping"))
+            continue
+        for key in sorted(set(entry) - keys, key=str):
+            issues.append(Issue(f"{where}.{key}", f"is not a field of {article} {what}"))
+        yield name, entry, where
+
+
 def _load_agents(raw, names, issues) -> dict[str, Agent]:
     if raw is None:
         return {}
@@ -433,16 +562,7 @@ def _load_agents(raw, names, issues) -> dict[str, Agent]:
         issues.append(Issue("agents", "must be a mapping of agent name to agent"))
         return {}
     agents = {}
-    for name, agent in raw.items():
-        where = f"agents.{name}"
-        if not _is_name(name):
-            issues.append(Issue(where, f"is not a valid agent name: `{name}`"))
-            continue
-        if not isinstance(agent, Mapping):
-            issues.append(Issue(where, "must be a mapping"))
-            continue
-        for key in sorted(set(agent) - AGENT_KEYS):
-            issues.append(Issue(f"{where}.{key}", "is not a field of an agent"))
+    for name, agent, where in _named_entries(raw, "agents", "agent", AGENT_KEYS, issues):
         tools = agent.get("tools", [])
         if not isinstance(tools, list):
             issues.append(Issue(f"{where}.tools", "must be a list of tool names"))
@@ -487,6 +607,7 @@ def _load_agents(raw, names, issues) -> dict[str, Agent]:
                 )
             )
         known = [tool for tool in tools if isinstance(tool, str)]
+        channel = _channel(agent.get("channel"), where, issues)
         agents[name] = Agent(
             name=name,
             tools=frozenset(known),
@@ -495,6 +616,7 @@ def _load_agents(raw, names, issues) -> dict[str, Agent]:
             privilege=privilege if privilege in PRIVILEGES else "normal",
             model=model if isinstance(model, str) else None,
             on_unread=on_unread if on_unread in ON_UNREAD else None,
+            channel=channel,
         )
     return agents
 
@@ -586,6 +708,13 @@ def load_catalogue(
             tools[name] = tool
     agents = _load_agents(data.get("agents"), names, issues)
     facts, fact_sources = _load_facts(data.get("facts"), raw_tools, issues)
+    stores = _load_stores(data.get("stores"), issues)
+    for name, tool in tools.items():
+        for key in ("reads_store", "writes_store"):
+            store = getattr(tool, key)
+            if store is not None and store not in stores:
+                where = f"tools[{places[name]}].{key}"
+                issues.append(Issue(where, f"names a store `stores:` does not have: `{store}`"))
     if issues:
         raise CatalogueInvalid(sorted(set(issues), key=lambda issue: _issue_order(issue, places)))
     undo_tools = frozenset(
@@ -599,6 +728,7 @@ def load_catalogue(
         fact_sources=fact_sources,
         undo_tools=undo_tools,
         outside_tools=outside,
+        stores=stores,
     )
 
 

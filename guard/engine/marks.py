@@ -92,6 +92,16 @@ def declared_kind(schema: Any) -> str | None:
     return kind or MEDIA_KINDS.get(str(schema.get("contentMediaType", "")).lower())
 
 
+def argument_kinds(parameters: Any) -> dict[str, str]:
+    """Each top-level argument whose schema declares what it holds (`declared_kind`): the one
+    reading the catalogue keeps (`Tool.argument_kinds`) and the proof's QG017 / QG018 read."""
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return {}
+    found = {str(name): declared_kind(schema) for name, schema in properties.items()}
+    return {name: kind for name, kind in found.items() if kind is not None}
+
+
 _NAME_MAPS = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 )

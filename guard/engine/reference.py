@@ -8,7 +8,7 @@ field or a check the engine reads cannot go undocumented.
 
 from __future__ import annotations
 
-from .catalogue import AGENT_KEYS, CATALOGUE_KEYS, ON_UNREAD, PRIVILEGES
+from .catalogue import AGENT_KEYS, CATALOGUE_KEYS, CHANNEL_AUTH, ON_UNREAD, PRIVILEGES, STORE_KEYS
 from .kinds import KINDS
 from .taint import TRUST_LEVELS
 from .tool_checks import PERIODS, SPEND_PERIODS
@@ -38,6 +38,17 @@ TOOL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("fetches", "`[argument]`", "a read's addresses: step 4 lets them through, the address "
      "check holds them"),
     ("cost", "cents, or `{argument: name}`", "what one call costs the run (`cap_cost`)"),
+    ("confidential", "`true` / `false`", "the proof (QG019): what it returns must not leave, so "
+     "a send the model chooses after it waits for a person"),
+    ("reads_store", "a store of `stores:`", "the proof (QG020, QG021): the store it reads"),
+    ("writes_store", "a store of `stores:`", "the proof (QG021): the store it writes"),
+    ("bound_to_user", "`true` / `false`", "the proof (QG020): it takes the tenant from the "
+     "user's identity, never from the call"),
+    ("source", "text (`shop-tools`)", "the proof (QG106): the package its code comes from"),
+    ("server", "text (`mcp+https://tools.example/orders`)", "the proof (QG106): the server it "
+     "runs on"),
+    ("pin", "text (`1.4.2`, `sha256:...`)", "the proof (QG106): what `source` / `server` is "
+     "pinned to"),
 )  # fmt: skip
 
 #: (form, how it is written, what it reads, the reasons it refuses with).
@@ -90,6 +101,11 @@ def render_catalogue_reference() -> str:
         + ", ".join(f"`{key}`" for key in sorted(AGENT_KEYS))
         + f"; `privilege` is one of {', '.join(f'`{p}`' for p in PRIVILEGES)}, `on_unread` one of "
         + ", ".join(f"`{mode}`" for mode in ON_UNREAD)
+        + ", `channel` is `{url, auth}` with `auth` one of "
+        + ", ".join(f"`{auth}`" for auth in CHANNEL_AUTH)
+        + ".",
+        "Fields of a store (`stores: {notes: {...}}`): "
+        + ", ".join(f"`{key}`" for key in sorted(STORE_KEYS))
         + ".",
         "",
         _row(("Tool field", "Written", "What the check does with it")),

@@ -62,6 +62,10 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_]+", " ", name.strip().lower())
 
 
+#: The fields of an advisory (agent.yaml's `advisories:` items, `verify_agent_file(advisories=)`).
+ADVISORY_KEYS = frozenset({"id", "rails", "imports", "summary", "instead"})
+
+
 def read_advisories(raw: Iterable[Any]) -> tuple[list[Advisory], list[Problem]]:
     """Read advisories given by a caller; every problem names its index."""
     found: list[Advisory] = []

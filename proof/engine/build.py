@@ -59,6 +59,8 @@ class AgentSources:
     budget: Mapping[str, Any] | None = None
     declarations: Mapping[str, Any] | None = None
     sources: Sequence[Mapping[str, str]] = ()
+    team: Any = None  # agent.yaml's `steps:` and `edges:`, as a `Team`
+    advisories: Sequence[Any] = ()  # agent.yaml's `advisories:`, read
 
     @property
     def catalogue(self) -> Catalogue:
@@ -281,8 +283,15 @@ def merge_overlay(doc: Mapping[str, Any], overlay: Any) -> dict[str, Any]:
         if not isinstance(raw, Mapping):
             problems.append(Problem(path, "must be an object"))
             continue
-        if raw.get("from") not in ids or raw.get("to") not in ids:
-            problems.append(Problem(path, "must go `from` and `to` nodes the graph has"))
+        missing = [f"`{raw.get(k)}`" for k in ("from", "to") if raw.get(k) not in ids]
+        if missing:
+            problems.append(
+                Problem(
+                    path,
+                    "must go `from` and `to` nodes the graph has: the graph has no "
+                    + " and no ".join(missing),
+                )
+            )
             continue
         for position, item in enumerate(raw.get("when") or []):
             _, problem = atom_from(item)
@@ -323,3 +332,136 @@ def merge_overlay(doc: Mapping[str, Any], overlay: Any) -> dict[str, Any]:
     if problems:
         raise GraphInvalid(sorted(set(problems)))
     return merged
+
+
+#: The keys of a team's step in agent.yaml's `steps:`, of a route of one, and of an `edges:` item.
+#: An edge's `on` of the graph document is `taken_on` in agent.yaml: YAML reads a bare `on` as
+#: the boolean true.
+STEP_KEYS = frozenset({"agent", "routes", "from", "description"})
+ROUTE_KEYS = frozenset({"to", "taken_on", "when", "exit_after", "budget"})
+EDGE_KEYS = frozenset({"from", "to", "taken_on", "when", "exit_after", "budget"})
+
+
+@dataclass
+class Team:
+    """agent.yaml's `steps:` and `edges:` as an overlay, with where each of its parts came from:
+    `nodes[i]` and `edges[j]` of the overlay are the agent.yaml paths `node_paths[i]` and
+    `edge_paths[j]` (so a problem the overlay's merge finds names the file's field and line)."""
+
+    overlay: dict[str, Any]
+    node_paths: list[str] = field(default_factory=list)
+    edge_paths: list[str] = field(default_factory=list)
+
+
+def read_team(steps: Any, edges: Any, where) -> tuple[Team | None, list[Problem]]:
+    """agent.yaml's `steps:` (the team's own steps: `{agent, from, routes}` by id) and `edges:`
+    (edges of the team's code, or a counter on an edge the proof built), as an overlay.
+
+    `where(path)` is the `Location` a field of agent.yaml was written at. A step's `routes` are
+    where it may go -- an id, or `{to, on, when, exit_after, budget}` for a route with a condition
+    or a counter --; a step without `routes` may go anywhere (QG016). `from` lists the steps that
+    lead into it. Shapes are checked here; ids and conditions by `merge_overlay` and `load_graph`.
+    """
+    if steps is None and edges is None:
+        return None, []
+    problems: list[Problem] = []
+    team = Team({"format": FORMAT, "nodes": [], "edges": []})
+
+    def add_edge(raw: Mapping[str, Any], path: str) -> None:
+        entry = {key: copy.deepcopy(raw[key]) for key in EDGE_KEYS if key in raw}
+        if "taken_on" in entry:
+            entry["on"] = entry.pop("taken_on")
+        entry["at"] = at_list([where(path)])
+        team.overlay["edges"].append(entry)
+        team.edge_paths.append(path)
+
+    if steps is not None and not isinstance(steps, Mapping):
+        problems.append(Problem("steps", "must map each step's id to `{agent, from, routes}`"))
+        steps = {}
+    for name, spec in (steps or {}).items():
+        path = f"steps.{name}"
+        if not isinstance(spec, Mapping):
+            problems.append(Problem(path, "must be `{agent, from, routes}`"))
+            continue
+        for key in sorted(set(spec) - STEP_KEYS, key=str):
+            problems.append(Problem(f"{path}.{key}", "is not a field of a step"))
+        node: dict[str, Any] = {"id": str(name), "kind": "opaque", "at": at_list([where(path)])}
+        if spec.get("agent") is not None:
+            node["agent"] = spec["agent"]
+        routes = spec.get("routes")
+        if routes is not None:
+            if not isinstance(routes, list):
+                problems.append(Problem(f"{path}.routes", "must be a list of step ids"))
+                routes = []
+            node["routes"] = []
+            for position, route in enumerate(routes):
+                here = f"{path}.routes[{position}]"
+                if isinstance(route, str):
+                    node["routes"].append(route)
+                    continue
+                if not isinstance(route, Mapping) or not isinstance(route.get("to"), str):
+                    problems.append(Problem(here, "must be a step id, or `{to, when, exit_after}`"))
+                    continue
+                for key in sorted(set(route) - ROUTE_KEYS, key=str):
+                    problems.append(Problem(f"{here}.{key}", "is not a field of a route"))
+                node["routes"].append(route["to"])
+                add_edge({"taken_on": "route", **route, "from": str(name)}, here)
+        team.overlay["nodes"].append(node)
+        team.node_paths.append(path)
+        sources = spec.get("from") or []
+        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            problems.append(Problem(f"{path}.from", "must be a list of step ids"))
+            sources = []
+        for position, source in enumerate(sources):
+            add_edge(
+                {"from": source, "to": str(name), "taken_on": "step"}, f"{path}.from[{position}]"
+            )
+    if edges is not None and not isinstance(edges, list):
+        problems.append(
+            Problem("edges", "must be a list of `{from, to, taken_on, when, exit_after}`")
+        )
+        edges = []
+    for index, raw in enumerate(edges or []):
+        path = f"edges[{index}]"
+        if not isinstance(raw, Mapping):
+            problems.append(
+                Problem(path, "must be `{from, to, taken_on, when, exit_after, budget}`")
+            )
+            continue
+        for key in sorted(set(raw) - EDGE_KEYS, key=str):
+            problems.append(Problem(f"{path}.{key}", "is not a field of an edge"))
+        add_edge(raw, path)
+    return (team if not problems else None), problems
+
+
+def merge_team(doc: Mapping[str, Any], team: Team | None, where) -> dict[str, Any]:
+    """The document with agent.yaml's `steps:` and `edges:` merged in; `ConfigInvalid` naming the
+    file's fields and lines (`where(path)` -> `Location`) when an id or a condition is wrong."""
+    from .errors import ConfigInvalid
+
+    if team is None:
+        return dict(doc)
+    try:
+        return merge_overlay(doc, team.overlay)
+    except GraphInvalid as error:
+        raise ConfigInvalid([_relabel(p, team, where) for p in error.problems]) from None
+
+
+def _relabel(problem: Problem, team: Team, where) -> Problem:
+    """An overlay's `$.nodes[i].routes[j]` / `$.edges[k].when[0]` as agent.yaml's field."""
+    import re
+
+    match = re.match(r"^\$\.(nodes|edges)\[(\d+)\](.*)$", problem.path)
+    if match is None:
+        return problem
+    paths = team.node_paths if match.group(1) == "nodes" else team.edge_paths
+    index = int(match.group(2))
+    if index >= len(paths):
+        return problem
+    rest = match.group(3)
+    if match.group(1) == "nodes" and rest in (".id", ".kind"):
+        rest = ""
+    field_path = paths[index] + rest
+    location = where(field_path) or where(paths[index])
+    label = f"{location}: {field_path}" if location is not None else field_path
+    return Problem(label, problem.message)

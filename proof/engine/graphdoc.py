@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guard.engine import Catalogue, CatalogueInvalid, Settings, load_catalogue, load_settings
+from guard.engine.catalogue import CHANNEL_AUTH
 from guard.engine.checks import NAMES
 from guard.engine.errors import SettingsInvalid
 from rulebooks.compiler import record_problems
@@ -88,7 +89,6 @@ TOOL_DECLARATION_KEYS = frozenset(
     {"confidential", "reads_store", "writes_store", "bound_to_user", "source", "server", "pin"}
 )
 STORE_KEYS = frozenset({"persistent", "multi_tenant"})
-CHANNEL_AUTH = ("none", "token", "mtls", "oauth", "basic")
 MAX_NODES = 200_000
 MAX_EDGES = 2_000_000
 
@@ -340,7 +340,57 @@ def _rulebook(raw: Any, checker: _Checker) -> Rulebook | None:
     return Rulebook(file, record if isinstance(record, Mapping) else None, tuple(errors))
 
 
+def catalogue_declarations(catalogue: Catalogue | None) -> Declarations:
+    """What the catalogue itself declares (agent.yaml's tool marks `confidential`,
+    `reads_store`, `writes_store`, `bound_to_user`, `source`, `server`, `pin`, its `stores:`,
+    its agents' `channel`, and the arguments whose schema says what they hold): the very
+    declarations the tool check loads, which the proof reads under the document's own."""
+    if catalogue is None:
+        return Declarations()
+    arguments = {n: dict(t.argument_kinds) for n, t in catalogue.tools.items() if t.argument_kinds}
+    tools: dict[str, dict[str, Any]] = {}
+    for name, tool in catalogue.tools.items():
+        marks: dict[str, Any] = {}
+        for key in ("confidential", "bound_to_user"):
+            if getattr(tool, key):
+                marks[key] = True
+        for key in ("reads_store", "writes_store", "source", "server", "pin"):
+            if getattr(tool, key) is not None:
+                marks[key] = getattr(tool, key)
+        if marks:
+            tools[name] = marks
+    stores = {
+        name: {"persistent": store.persistent, "multi_tenant": store.multi_tenant}
+        for name, store in catalogue.stores.items()
+    }
+    agents = {
+        name: {"channel": dict(agent.channel)}
+        for name, agent in catalogue.agents.items()
+        if agent.channel is not None
+    }
+    return Declarations(arguments, tools, stores, (), agents)
+
+
 def _declarations(raw: Any, checker: _Checker, catalogue: Catalogue | None) -> Declarations:
+    """The document's `declarations`, laid over the catalogue's own (`catalogue_declarations`):
+    a tool's, a store's or an agent's entry in the document wins over the catalogue's, key by key."""
+    base = catalogue_declarations(catalogue)
+    given = _given_declarations(raw, checker, catalogue, base.stores)
+    arguments = {
+        t: {**base.arguments.get(t, {}), **given.arguments.get(t, {})}
+        for t in {*base.arguments, *given.arguments}
+    }
+    tools = {
+        t: {**base.tools.get(t, {}), **given.tools.get(t, {})} for t in {*base.tools, *given.tools}
+    }
+    stores = {**base.stores, **given.stores}
+    agents = {**base.agents, **given.agents}
+    return Declarations(arguments, tools, stores, given.modules, agents)
+
+
+def _given_declarations(
+    raw: Any, checker: _Checker, catalogue: Catalogue | None, known_stores: Mapping[str, Any]
+) -> Declarations:
     if raw is None:
         return Declarations()
     if not isinstance(raw, Mapping):
@@ -389,7 +439,7 @@ def _declarations(raw: Any, checker: _Checker, catalogue: Catalogue | None) -> D
             if key in spec and not isinstance(spec[key], bool):
                 checker.add(f"{path}.{key}", "must be true or false")
         for key in ("reads_store", "writes_store"):
-            if key in spec and spec[key] not in stores:
+            if key in spec and spec[key] not in stores and spec[key] not in known_stores:
                 checker.add(f"{path}.{key}", f"names a store not declared: `{spec[key]}`")
         for key in ("source", "server", "pin"):
             if key in spec and (not isinstance(spec[key], str) or not spec[key]):

@@ -48,7 +48,6 @@ from typing import Any
 
 from guard.engine.checks import switched_on
 from guard.engine.kinds import SENDS_OUT
-from guard.engine.marks import FORMAT_KINDS, MEDIA_KINDS
 from guard.engine.tool_checks import ValueFrom
 
 from .conditions import facts_read
@@ -62,24 +61,11 @@ MODEL_CHOSEN = frozenset({"model", "opaque"})
 def argument_kinds(graph: Graph) -> dict[str, dict[str, str]]:
     """Each tool's arguments declared as code, a command, a query or a destination.
 
-    Read from the tool's JSON Schema (`format`, `contentMediaType`) and from the graph's
-    `declarations.arguments`, which wins.
+    The catalogue's reading of each argument's JSON Schema (`format`, `contentMediaType`: the
+    `Tool.argument_kinds` the tool check loads), under the graph's `declarations.arguments`, which
+    wins (`graphdoc.catalogue_declarations` folds the two).
     """
-    out: dict[str, dict[str, str]] = {}
-    for name, tool in graph.catalogue.tools.items():
-        properties = (tool.parameters or {}).get("properties") or {}
-        if not isinstance(properties, Mapping):
-            continue
-        for arg, schema in properties.items():
-            if not isinstance(schema, Mapping):
-                continue
-            kind = FORMAT_KINDS.get(str(schema.get("format", "")).lower())
-            kind = kind or MEDIA_KINDS.get(str(schema.get("contentMediaType", "")).lower())
-            if kind is not None:
-                out.setdefault(name, {})[str(arg)] = kind
-    for name, args in graph.declarations.arguments.items():
-        out.setdefault(name, {}).update(args)
-    return out
+    return {name: dict(args) for name, args in graph.declarations.arguments.items() if args}
 
 
 def runtime_holds_destination(graph: Graph, tool: str, argument: str, kind: str) -> bool:

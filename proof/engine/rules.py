@@ -494,7 +494,7 @@ REGISTRY: tuple[RuleInfo, ...] = (
         "declares, is pinned (a version or a digest), so what was proved is what runs.",
         does_not_prove="That the pinned code is safe.",
         owasp=("LLM03:2026", "ASI04:2026"),
-        fix="Pin '{subject}' to a version or a digest (`pin:`).",
+        fix="Pin '{subject}' to a version or a digest (`pin:` on the tool in agent.yaml).",
         nothing_to_read="no tool declares a source or a server, and the catalogue declares no "
         "modules",
     ),
@@ -507,8 +507,8 @@ REGISTRY: tuple[RuleInfo, ...] = (
         proves="Every remote channel an agent declares requires authentication.",
         does_not_prove="That the authentication is strong.",
         owasp=("LLM06:2026", "ASI07:2026"),
-        fix="Require authentication on the channel of '{agent}' (`auth: token`, `mtls` or "
-        "`oauth`).",
+        fix="Require authentication on the channel of '{agent}' (`token`, `mtls` or "
+        "`oauth` as the `auth` of the agent's `channel` in agent.yaml).",
         nothing_to_read="no agent in the catalogue declares a remote channel",
     ),
     RuleInfo(
@@ -527,13 +527,15 @@ REGISTRY: tuple[RuleInfo, ...] = (
 )
 
 OVERLAY = "a graph document or `--overlay`"
-#: What each rule reads, from agent.yaml (and the catalogue and rulebook it names) and from a
-#: graph document or overlay; `declarations` are only written there today (not in agent.yaml).
+#: What each rule reads, by its agent.yaml key (and the catalogue and rulebook the file names);
+#: a graph document or overlay (`--overlay`) may say the same under its own names.
 READS: Mapping[str, str] = {
     "QG001": "agents' `tools` (each becomes router, model, check and tool steps), and the team's own "
-    f"steps and edges from {OVERLAY} (`nodes`, `edges`).",
-    "QG002": "the edges out of each tool check and each person's step, the rulebook's flows and "
-    "routes with their conditions (`rulebook:`), and `settings.checks.your_rules`.",
+    "steps and edges: `steps.<id>` (`agent`, `from`, `routes`) and `edges:` in agent.yaml (or "
+    f"`nodes`, `edges` from {OVERLAY}).",
+    "QG002": "the edges out of each tool check and each person's step (agent.yaml's `edges:` may "
+    "add one), the rulebook's flows and routes with their conditions (`rulebook:`), and "
+    "`settings.checks` (`your_rules`).",
     "QG003": "tools' `after` rules and their `bind`, `checks` with `require`/`from` and `same`, "
     "`facts:` with `from` and `same`, and the arguments each tool's `parameters` declare.",
     "QG004": "the rulebook's routes and rule-sheet rows and their conditions (`rulebook:`).",
@@ -548,35 +550,43 @@ READS: Mapping[str, str] = {
     "QG010": "the rulebook's flows: `stop`, the conditions around each call, what starts each "
     "flow, and agents' `tools` (`rulebook:`).",
     "QG011": "agents' `privilege` and `hands_off_to`, and the checks' confirmations.",
-    "QG012": "tools' `reads_outside`, `kind` (a write), `requires_trust` and "
-    "`settings.checks.outside_content`, and the agents' `hands_off_to`.",
+    "QG012": "tools' `reads_outside`, `kind` (a write), `requires_trust`, what lets a write run "
+    "without a person (a rule-sheet row `allow` in `rulebook:`), `settings.checks` "
+    "(`outside_content`), `settings.label_trust`, and the agents' `hands_off_to`.",
     "QG013": "tools' `irreversible`, `undo` / `compensation` (and agent.yaml's `undo:`).",
-    "QG014": "tools' `after`, `not_after` and `at_most`, and `settings.checks.order`.",
-    "QG015": "agents' `tools` and `hands_off_to`, and from "
-    f"{OVERLAY} the team's steps' `routes` and the edges.",
-    "QG016": f"the team's own steps (`nodes` of kind `opaque`) and their `routes`, from {OVERLAY}.",
-    "QG017": "arguments declared as `code` or `shell`: the JSON Schema of a tool's `parameters` "
-    "(`format: python`, `bash`, ..., `contentMediaType: text/x-python`, ...), or `declarations.arguments` from {OVERLAY}.",
-    "QG018": "arguments declared as `sql`, `query`, `path`, `url` or `template`: the JSON Schema "
-    "of a tool's `parameters` (`format: uri`, `uri-reference`, ..., `contentMediaType: "
-    f"application/sql`, ...), or `declarations.arguments` from {OVERLAY}.",
-    "QG019": f"`declarations.tools.<tool>.confidential` from {OVERLAY}, and tools' `kind`.",
-    "QG020": "`declarations.stores.<store>.multi_tenant` and `declarations.tools.<tool>` "
-    f"`reads_store` / `bound_to_user`, from {OVERLAY}.",
-    "QG021": "`declarations.stores.<store>.persistent` and `declarations.tools.<tool>` "
-    f"`writes_store` / `reads_store`, from {OVERLAY}, and tools' `reads_outside`.",
-    "QG022": "the rulebook's flows and imports (`rulebook:`), against the advisories the engine "
-    "ships and any given.",
-    "QG023": "`budget:` (`run`, `agents`) in agent.yaml, and edges' `exit_after` / `budget` "
+    "QG014": "tools' `after`, `not_after` and `at_most`, `settings.checks` (`order`), and the "
+    "routes that reach a tool (agent.yaml's `steps:` and `edges:`).",
+    "QG015": "agents' `tools` and `hands_off_to`, and the team's steps' `routes` and the edges "
+    f"(agent.yaml's `steps:` and `edges:`, or {OVERLAY}).",
+    "QG016": "the team's own steps: `steps.<id>` in agent.yaml, a step without `routes` "
+    f"(or `nodes` of kind `opaque` from {OVERLAY}).",
+    "QG017": "arguments declared as code or a command: the `format` of the argument in a tool's "
+    "`parameters` (`code`, `python`, `javascript`, `shell`, `bash`, `command`, or "
+    "`contentMediaType: text/x-python`, `application/x-sh`, ...), or `declarations.arguments` "
     f"from {OVERLAY}.",
+    "QG018": "arguments declared as SQL, a query, a path, a URL or a template: the `format` of the "
+    "argument in a tool's `parameters` (`sql`, `query`, `path`, `uri` / `url`, `uri-template` / "
+    "`template`, or `contentMediaType: application/sql`), tools' `kind` and `fetches`, and "
+    f"`settings.checks` (`destinations`); or `declarations.arguments` from {OVERLAY}.",
+    "QG019": "tools' `confidential: true` and `kind` (`sends_out`), in agent.yaml (or "
+    f"`declarations.tools` from {OVERLAY}).",
+    "QG020": "`stores.<store>.multi_tenant`, and tools' `reads_store` and `bound_to_user`, in "
+    f"agent.yaml (or `declarations` from {OVERLAY}).",
+    "QG021": "`stores.<store>.persistent`, tools' `writes_store`, `reads_store` and "
+    f"`reads_outside`, in agent.yaml (or `declarations` from {OVERLAY}).",
+    "QG022": "the rulebook's flows and imports (`rulebook:`), against the advisories the engine "
+    "ships and agent.yaml's own `advisories:` (`{id, rails, imports, summary, instead}`).",
+    "QG023": "`budget:` (`run`, `agents`) in agent.yaml, and `exit_after` / `budget` on an edge "
+    f"(agent.yaml's `edges:` or a step's `routes`, or {OVERLAY}).",
     "QG101": "tools' `kind` (a write), their `after` / `not_after` / `at_most`, `checks`, and the "
     "rulebook's conditions.",
     "QG104": "tools' `kind`, the arguments their `parameters` declare, and the rules each carries.",
     "QG105": "tools' `kind`, `undo` / `compensation` and `irreversible` (and agent.yaml's "
     "`undo:`).",
-    "QG106": "`declarations.tools.<tool>` `source` / `server` / `pin` and `declarations.modules`, "
-    f"from {OVERLAY}.",
-    "QG107": f"`declarations.agents.<agent>` (a remote channel and its `auth`), from {OVERLAY}.",
+    "QG106": "tools' `source` / `server` and `pin` in agent.yaml (or `declarations.tools` and "
+    f"`declarations.modules` from {OVERLAY}).",
+    "QG107": "agents' `channel: {url, auth}` in agent.yaml (or `declarations.agents` from "
+    f"{OVERLAY}).",
     "QG312": "nothing of its own: the answers of the two engines to every other rule's questions.",
 }
 
@@ -631,7 +641,32 @@ def rule_page_fields(info: RuleInfo) -> list[tuple[str, str]]:
         ("Does not prove", info.does_not_prove),
         ("Reads", info.reads),
         ("Fix", info.fix_template),
+        ("Example", example_text(info.id)),
     ]
+
+
+#: Where the repository keeps, for a rule, an agent that raises it and its fixed twin.
+EXAMPLE = "examples/proof/{id}/{variant}/agent.yaml"
+#: The rules no agent file can raise, and why (the README's list says the same).
+NOT_WRITABLE: Mapping[str, str] = {
+    "QG312": "none: only two engines that answer one question differently raise it, which no agent "
+    "file can plant",
+}
+
+
+def example_path(rule_id: str, variant: str) -> str:
+    """The example agent file of a rule (`raises` or `fixed`), relative to the repository."""
+    return EXAMPLE.format(id=rule_id, variant=variant)
+
+
+def example_text(rule_id: str) -> str:
+    """What a rule's page says of its example: the file that raises it and the one that does not."""
+    if rule_id in NOT_WRITABLE:
+        return NOT_WRITABLE[rule_id]
+    return (
+        f"`{example_path(rule_id, 'raises')}` raises it; `{example_path(rule_id, 'fixed')}`, "
+        "its fixed twin, does not (`stalwart verify` each, as its second line says)"
+    )
 
 
 def render_rule_text(info: RuleInfo) -> str:
@@ -655,6 +690,7 @@ def render_rules_reference(registry: Iterable[RuleInfo] = REGISTRY) -> str:
             f"**Proves.** {info.proves}\n\n"
             f"**Does not prove.** {info.does_not_prove}\n\n"
             f"**Reads.** {info.reads}\n\n"
-            f"**Fix.** {info.fix}\n"
+            f"**Fix.** {info.fix}\n\n"
+            f"**Example.** {example_text(info.id)}.\n"
         )
     return "\n".join(parts)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,10 +35,10 @@ from guard.engine.checks import NAMES, switched_on
 from guard.engine.errors import SettingsInvalid
 from rulebooks.compiler import RulebookUnsupported, compile_source, record_problems
 
-from .advisories import SHIPPED, Advisory, read_advisories
-from .build import AgentSources, build_graph, merge_overlay, read_budget
+from .advisories import ADVISORY_KEYS, SHIPPED, Advisory, read_advisories
+from .build import AgentSources, build_graph, merge_overlay, merge_team, read_budget, read_team
 from .codechecks import check_files
-from .errors import ConfigInvalid, Problem, SourceUnreadable
+from .errors import ConfigInvalid, GraphInvalid, Problem, SourceUnreadable
 from .graphdoc import Graph, load_graph, remember_catalogue
 from .hunt import hunt
 from .locations import Location, yaml_lines
@@ -116,6 +117,9 @@ class _Reader:
         self.used: dict[str, FileContent] = {}
 
     def problem(self, field: str, message: str) -> None:
+        if field.startswith(f"{self.filename}:"):  # already placed (the YAML reader's own line)
+            self.problems.append(Problem(field, message))
+            return
         line = self.lines.get(field)
         where = f"{self.filename}:{line}" if line else self.filename
         self.problems.append(Problem(f"{where}: {field}" if field else where, message))
@@ -167,6 +171,12 @@ class _Reader:
         budget, problems = read_budget(agent_file.other.get("budget"))
         for problem in problems:
             self.problem(problem.path, problem.message)
+        team, problems = read_team(
+            agent_file.other.get("steps"), agent_file.other.get("edges"), self.where
+        )
+        for problem in problems:
+            self.problem(problem.path, problem.message)
+        advisories = self._advisories(agent_file.other.get("advisories"))
         if self.problems:
             raise ConfigInvalid(self.problems)
         sources = [{"file": self.filename, "sha256": _sha(self.text) or ""}]
@@ -185,9 +195,33 @@ class _Reader:
                 rulebook=rulebook,
                 budget=budget,
                 sources=sources,
+                team=team,
+                advisories=tuple(advisories),
             ),
             self.used,
         )
+
+    def where(self, path: str) -> Location | None:
+        line = self.lines.get(path)
+        return Location(self.filename, line) if line is not None else None
+
+    def _advisories(self, raw: Any) -> list[Advisory]:
+        """agent.yaml's `advisories:`: rails of your own to report (QG022), as the shipped ones."""
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            self.problem("advisories", "must be a list of `{id, rails, imports, summary, instead}`")
+            return []
+        found, problems = read_advisories(raw)
+        for index, item in enumerate(raw):
+            if isinstance(item, Mapping):
+                for key in sorted(set(item) - ADVISORY_KEYS, key=str):
+                    self.problem(f"advisories[{index}].{key}", "is not a field of an advisory")
+                if not item.get("rails") and not item.get("imports"):
+                    self.problem(f"advisories[{index}]", "names no `rails` and no `imports`")
+        for problem in problems:
+            self.problem(problem.path, problem.message)
+        return found
 
     def _modules(self, data: Mapping[str, Any]):
         given: dict[str, list[Any]] = {}
@@ -286,8 +320,49 @@ def build_agent_graph(
     sources, _ = load_agent_sources(
         agent_yaml_text, files=files, filename=filename, modules=modules
     )
-    doc = build_graph(sources)
+    doc = _with_team(build_graph(sources), sources)
     return merge_overlay(doc, overlay) if overlay is not None else doc
+
+
+def _with_team(doc: dict[str, Any], sources: AgentSources) -> dict[str, Any]:
+    """The built graph with agent.yaml's `steps:` and `edges:` in it, checked as the graph is:
+    a problem names the file's field and line (`ConfigInvalid`), never the document's path."""
+    if sources.team is None:
+        return doc
+    lines = sources.lines
+
+    def where(path: str) -> Location | None:
+        line = lines.get(path)
+        return Location(sources.filename, line) if line is not None else None
+
+    merged = merge_team(doc, sources.team, where)
+    try:
+        load_graph(merged)
+    except GraphInvalid as error:
+        raise ConfigInvalid([_team_problem(p, merged, sources) for p in error.problems]) from None
+    return merged
+
+
+#: The agent.yaml fields that become an edge of the graph: a step's route or `from`, an `edges:` item.
+_TEAM_EDGE = re.compile(r"^(steps\.[^.]+\.(routes|from)\[\d+\]|edges\[\d+\]|steps\.[^.]+)$")
+
+
+def _team_problem(problem: Problem, doc: Mapping[str, Any], sources: AgentSources) -> Problem:
+    """A problem the graph's check found in what agent.yaml's `steps:`/`edges:` added, named by
+    the line it was written on (each added step and edge carries its `at`)."""
+    match = re.match(r"^\$\.(nodes|edges)\[(\d+)\](.*)$", problem.path)
+    if match is None:
+        return Problem(f"{sources.filename}: {problem.path}", problem.message)
+    items = doc.get(match.group(1)) or []
+    index = int(match.group(2))
+    at = (
+        items[index].get("at") if index < len(items) and isinstance(items[index], Mapping) else None
+    )
+    line = at[0]["line"] if at else None
+    paths = [p for p, n in sources.lines.items() if n == line and _TEAM_EDGE.match(p)]
+    field = min(paths, key=len) if paths else match.group(1)
+    where = f"{sources.filename}:{line}" if line else sources.filename
+    return Problem(f"{where}: {field}{match.group(3)}", problem.message)
 
 
 def _advisories(extra: Iterable[Any] | None) -> list[Advisory]:
@@ -362,11 +437,11 @@ def verify_agent_file(
     strict: bool = False,
 ) -> Report:
     """Lint, compile, build, prove and hunt an agent file (see the module docstring)."""
-    known = _advisories(advisories)
     sources, used = load_agent_sources(
         agent_yaml_text, files=files, filename=filename, modules=modules
     )
-    doc = build_graph(sources)
+    known = [*_advisories(advisories), *sources.advisories]
+    doc = _with_team(build_graph(sources), sources)
     if overlay is not None:
         doc = merge_overlay(doc, overlay)
     remember_catalogue(doc["catalogue"], sources.settings, sources.catalogue)

@@ -87,3 +87,79 @@ def test_fix_text_fills_the_subject_and_keeps_literal_braces() -> None:
         tool="refund_card", argument="order_id"
     )
     assert BY_ID["QG101"].fix_for(tool="close_ticket").startswith("Give 'close_ticket'")
+
+
+#: The agent.yaml key each rule's page must name (what a user writes for the proof to read it).
+AGENT_YAML_KEYS = {
+    "QG001": ["steps.<id>", "`from`", "`routes`", "`edges:`"],
+    "QG012": ["`reads_outside`", "`settings.checks`", "`outside_content`", "`allow`"],
+    "QG014": ["`after`", "`not_after`", "`at_most`", "`settings.checks`", "`order`"],
+    "QG015": ["`hands_off_to`", "`steps:`", "`edges:`"],
+    "QG016": ["`steps.<id>`", "`routes`"],
+    "QG017": ["`format`", "`parameters`", "`code`", "`shell`"],
+    "QG018": ["`format`", "`sql`", "`query`", "`path`", "`uri`", "`template`", "`fetches`"],
+    "QG019": ["`confidential: true`"],
+    "QG020": ["`stores.<store>.multi_tenant`", "`reads_store`", "`bound_to_user`"],
+    "QG021": ["`stores.<store>.persistent`", "`writes_store`", "`reads_store`"],
+    "QG022": ["`advisories:`"],
+    "QG023": ["`budget:`", "`exit_after`", "`edges:`"],
+    "QG106": ["`source`", "`server`", "`pin`"],
+    "QG107": ["`channel: {url, auth}`"],
+}
+
+
+@pytest.mark.parametrize("rule_id", sorted(AGENT_YAML_KEYS))
+def test_each_rule_s_page_names_the_agent_yaml_key_it_reads(rule_id: str) -> None:
+    reads = BY_ID[rule_id].reads
+    for key in AGENT_YAML_KEYS[rule_id]:
+        assert key in reads, f"{rule_id}'s page does not name {key}"
+    assert "only" not in reads  # nothing the rule reads is left to a graph document alone
+
+
+def test_every_key_a_rule_page_names_is_one_the_loader_or_its_schema_knows() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    schema = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "stalwart_agents/schemas/agent.schema.json"
+        ).read_text(encoding="utf-8")
+    )
+    known: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            known.update(node.get("properties", {}))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    from guard.engine.checks import NAMES
+
+    known |= NAMES  # the checks `settings.checks` switches on
+    for info in REGISTRY:
+        for key in re.findall(r"`([a-z_]+)(?::[^`]*)?`", info.reads):
+            if key.endswith("_") or key in {"declarations", "nodes", "opaque", "allow"}:
+                continue
+            if key in {"code", "shell", "sql", "query", "path", "uri", "url", "template"}:
+                continue  # the words of `format`
+            if key in {"python", "javascript", "bash", "command", "run", "agents"}:
+                continue
+            if key in {
+                "require",
+                "same",
+                "from",
+                "bind",
+                "stop",
+                "bot",
+                "define",
+                "kind",
+                "format",
+                "sends_out",
+            }:
+                continue  # the forms of a `checks:` item, a fact, an order rule, a rulebook
+            assert key in known, f"{info.id} names `{key}`, which agent.yaml does not have"

@@ -91,8 +91,8 @@ def test_the_undo_section_says_each_tools_undo_or_that_a_run_may_leave_it_done()
         ("undo:\n  nope: none\n", "undo.nope", "names a tool the agent file does not have"),
         ("undo:\n  ship: none\n", "undo.ship", "the tool already says its undo"),
         ("undo: [pay]\n", "undo", "must map tool names"),
-        ("undo:\n  pay: true\n", "tools[0].undo", "must be `none`, a tool name"),
-        ("undo:\n  pay: {tool: gone}\n", "tools[0].undo.tool", "names a tool the catalogue"),
+        ("undo:\n  pay: true\n", "undo.pay", "must be `none`, a tool name"),
+        ("undo:\n  pay: {tool: gone}\n", "undo.pay.tool", "names a tool the catalogue"),
     ],
 )
 def test_an_undo_that_cannot_be_read_is_refused_by_its_path(section, path, message):

@@ -137,3 +137,86 @@ def test_an_after_rule_reads_a_bare_field_from_the_result():
     rule = load_catalogue(data).tools["refund_card"].after[0]
     assert rule.bind[0].source == ("result", "order_id")
     assert rule.text == "after get_order"
+
+
+def _marked(tool: dict, **extra) -> dict:
+    base = {"name": "q", "kind": "read", "parameters": {"type": "object", "properties": {}}}
+    return {"agents": {"desk": {"tools": ["q"]}}, "tools": [{**base, **tool}], **extra}
+
+
+def test_the_marks_the_proof_reads_are_loaded_into_the_tool_and_the_agent():
+    catalogue = load_catalogue(
+        {
+            "agents": {"desk": {"tools": ["q"], "channel": {"url": "https://a.example/a2a"}}},
+            "stores": {"docs": {"multi_tenant": True}},
+            "tools": [
+                {
+                    "name": "q",
+                    "kind": "read",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "sql": {"type": "string", "format": "sql"},
+                            "note": {"type": "string"},
+                        },
+                    },
+                    "confidential": True,
+                    "reads_store": "docs",
+                    "bound_to_user": True,
+                    "server": "mcp+https://tools.example/q",
+                    "pin": "1.2.3",
+                }
+            ],
+        }
+    )
+    tool = catalogue.tools["q"]
+    assert tool.argument_kinds == {"sql": "sql"}
+    assert (tool.confidential, tool.reads_store, tool.bound_to_user) == (True, "docs", True)
+    assert (tool.server, tool.pin, tool.source, tool.writes_store) == (
+        "mcp+https://tools.example/q",
+        "1.2.3",
+        None,
+        None,
+    )
+    assert catalogue.stores["docs"].multi_tenant and not catalogue.stores["docs"].persistent
+    assert catalogue.agents["desk"].channel == {"url": "https://a.example/a2a", "auth": "none"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "extra", "path", "message"),
+    [
+        ({"confidential": "yes"}, {}, "tools[0].confidential", "must be true or false"),
+        ({"bound_to_user": 1}, {}, "tools[0].bound_to_user", "must be true or false"),
+        ({"reads_store": "docs"}, {}, "tools[0].reads_store", "names a store `stores:` does not"),
+        ({"writes_store": ""}, {}, "tools[0].writes_store", "must be a non-empty text"),
+        ({"pin": 3}, {}, "tools[0].pin", "must be a non-empty text"),
+        ({}, {"stores": {"docs": {"persistent": "no"}}}, "stores.docs.persistent", "true or false"),
+        ({}, {"stores": {"docs": {"tenants": 2}}}, "stores.docs.tenants", "not a field of a store"),
+        ({}, {"stores": ["docs"]}, "stores", "must map store names"),
+    ],
+)
+def test_a_mark_the_proof_reads_is_refused_by_its_path_when_it_is_wrong(tool, extra, path, message):
+    with pytest.raises(CatalogueInvalid) as caught:
+        load_catalogue(_marked(tool, **extra))
+    assert any(i.path == path and message in i.message for i in caught.value.issues), (
+        caught.value.issues
+    )
+
+
+@pytest.mark.parametrize(
+    ("channel", "path", "message"),
+    [
+        ({"url": "https://a.example", "auth": "password"}, "agents.desk.channel.auth", "one of"),
+        ({"auth": "token"}, "agents.desk.channel.url", "the channel's address"),
+        ({"url": "https://a.example", "port": 1}, "agents.desk.channel.port", "not a field"),
+        ("https://a.example", "agents.desk.channel", "must be `{url, auth}`"),
+    ],
+)
+def test_an_agent_s_channel_is_refused_by_its_path_when_it_is_wrong(channel, path, message):
+    data = _marked({})
+    data["agents"]["desk"]["channel"] = channel
+    with pytest.raises(CatalogueInvalid) as caught:
+        load_catalogue(data)
+    assert any(i.path == path and message in i.message for i in caught.value.issues), (
+        caught.value.issues
+    )
