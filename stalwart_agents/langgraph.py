@@ -675,7 +675,7 @@ def langchain_tools(guard: Guard, catalogue: Mapping[str, Any]) -> list[Any]:
     with `StalwartMiddleware(guard)` or `StalwartToolNode(..., guard=guard)` in front of them."""
     from langchain_core.tools import StructuredTool
 
-    reach = (catalogue.get("agents") or {}).get(guard.session.agent) or {}
+    reach = (catalogue.get("agents") or {}).get(guard.agent) or {}
     names = reach.get("tools") or [t.get("name") for t in catalogue.get("tools", [])]
     made = []
     for spec in catalogue.get("tools", []):

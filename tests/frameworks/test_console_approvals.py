@@ -9,6 +9,8 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from console.models import Event
+from guard.models import ApprovalRequest
 from stalwart_agents import Client
 from stalwart_agents.guarded import Guard
 from stalwart_agents.langgraph import StalwartMiddleware
@@ -46,7 +48,7 @@ def test_the_interrupt_carries_the_console_request_and_the_resume_waits_for_its_
         middleware=[StalwartMiddleware(guard)],
         checkpointer=InMemorySaver(),
     )
-    config = {"configurable": {"thread_id": "remote-1"}}
+    config = {"configurable": {"thread_id": "remote-1", "run_id": "run-77"}}
     out = agent.invoke({"messages": [HumanMessage("refund order 4411")]}, config)
     (waiting,) = out["__interrupt__"]
     approval = waiting.value["approval"]
@@ -59,6 +61,11 @@ def test_the_interrupt_carries_the_console_request_and_the_resume_waits_for_its_
     assert (
         '"refunded": 40.0' in [m for m in out["messages"] if isinstance(m, ToolMessage)][-1].content
     )
+    # The resumed step re-ran the call: the console still holds the one request the person saw.
+    assert [str(r.public_id) for r in ApprovalRequest.objects.all()] == [approval]
+    events = Event.objects.filter(source="toolcheck", tool="refund_card").order_by("id")
+    assert [e.verdict for e in events] == ["confirm", "succeeded"]
+    assert {(e.thread_id, e.run_id) for e in events} == {("remote-1", "run-77")}
 
 
 def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
@@ -84,7 +91,7 @@ def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
     tools = StalwartTools(guard, shop.catalogue())
     model = ScriptedModel(("refund_card", {"order_id": "4411", "amount": 40.0}, "c1"), "done")
     agent = SdkAgent(name="billing", tools=tools.tools, model=model)
-    config = tools.run_config(tracing_disabled=True)
+    config = tools.run_config(tracing_disabled=True, trace_id="trace_1", group_id="chat-1")
     result = asyncio.run(Runner.run(agent, "refund order 4411", run_config=config))
     (item,) = result.interruptions
     approval = tools.prompt(item)["approval"]
@@ -95,3 +102,6 @@ def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
     resumed = asyncio.run(Runner.run(agent, state, run_config=config))
     assert resumed.final_output == "done"
     assert refunded == [{"order_id": "4411", "amount": 40.0}]
+    assert [str(r.public_id) for r in ApprovalRequest.objects.all()] == [approval]
+    events = Event.objects.filter(source="toolcheck", tool="refund_card")
+    assert events and {(e.thread_id, e.run_id) for e in events} == {("chat-1", "trace_1")}

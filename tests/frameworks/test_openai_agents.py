@@ -155,3 +155,162 @@ def test_a_tool_not_in_the_catalogue_is_refused_and_the_model_told_why(shop, fun
     assert result.final_output == "sorry"
     assert ran == []
     assert model.read("unknown_tool")
+
+
+# -- handoffs: one conversation across agents ------------------------------------------------------
+
+
+def desk_and_billing(shop, functions, desk_model, billing_model, **guard_options):  # noqa: ANN001, ANN003, ANN201
+    """desk hands off to billing the SDK's way; billing's guard is desk's `handoff`: one session."""
+    guard = Guard.for_agent(shop, "desk", **guard_options)
+    desk_tools = StalwartTools(
+        guard,
+        shop.catalogue(),
+        functions={name: plain_function(f) for name, f in functions.items()},
+    )
+    refunds: list = []
+    billing_guard = guard.handoff(
+        "billing", tools={"refund_card": lambda a: refunds.append(a) or {"refunded": a["amount"]}}
+    )
+    billing_tools = StalwartTools(billing_guard, shop.catalogue())
+    billing = Agent(name="billing", tools=billing_tools.tools, model=billing_model)
+    desk = Agent(
+        name="desk",
+        tools=desk_tools.tools,
+        handoffs=[billing],
+        model=desk_model,
+        input_guardrails=[desk_tools.input_guardrail()],
+    )
+    return desk, billing, desk_tools, billing_tools, refunds
+
+
+def test_a_handoff_continues_the_conversations_signed_history(shop, functions, ran):
+    desk_model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"), ("transfer_to_billing", {}, "c2")
+    )
+    billing_model = ScriptedModel("billing here")
+    desk, _, desk_tools, billing_tools, _ = desk_and_billing(
+        shop, functions, desk_model, billing_model
+    )
+    result = run(desk, "show order 4411", desk_tools)
+    assert result.last_agent.name == "billing" and result.final_output == "billing here"
+    assert billing_tools.guard.session is desk_tools.guard.session
+    history = [(e.content["agent"], e.content["tool"]) for e in desk_tools.guard.session.history]
+    assert history == [("desk", "get_order")]
+    assert desk_tools.guard.session.turns == ["show order 4411"]
+
+
+def test_outside_content_read_before_a_handoff_taints_the_next_agents_write(shop, functions, ran):
+    desk_model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"),
+        ("read_inbox", {}, "c2"),
+        ("transfer_to_billing", {}, "c3"),
+    )
+    billing_model = ScriptedModel(("refund_card", {"order_id": "4411", "amount": 999}, "c4"), "ok")
+    desk, billing, desk_tools, billing_tools, refunds = desk_and_billing(
+        shop, functions, desk_model, billing_model
+    )
+    result = run(desk, "show order 4411 and my inbox", desk_tools)
+    (item,) = result.interruptions
+    prompt = billing_tools.prompt(item)
+    assert prompt["call"]["agent"] == "billing"
+    assert "tainted_call" in prompt["reasons"]
+    assert refunds == []
+    state = result.to_state()
+    state.approve(item)
+    resumed = run(desk, state, desk_tools)
+    assert resumed.final_output == "ok"
+    assert refunds == [{"order_id": "4411", "amount": 999}]  # exactly the call approved
+    tools = [(e.content["agent"], e.content["tool"]) for e in desk_tools.guard.session.history]
+    assert tools[-1] == ("billing", "refund_card")
+
+
+def test_the_agent_handed_to_is_refused_a_tool_it_does_not_have_and_told_why(shop, functions, ran):
+    desk_model = ScriptedModel(("transfer_to_billing", {}, "c1"))
+    billing_model = ScriptedModel(("charge_card", {"order_id": "4411", "amount": 5}, "c2"), "no")
+    desk, _, desk_tools, billing_tools, _ = desk_and_billing(
+        shop, functions, desk_model, billing_model
+    )
+    result = asyncio.run(
+        Runner.run(
+            desk, "charge order 4411", run_config=billing_tools.run_config(tracing_disabled=True)
+        )
+    )
+    assert result.final_output == "no"
+    assert ran == []
+    assert billing_model.read("unknown_tool")
+
+
+# -- streaming --------------------------------------------------------------------------------------
+
+
+def streamed(agent, given, tools, **options):  # noqa: ANN001, ANN003, ANN201
+    async def go():  # noqa: ANN202
+        result = Runner.run_streamed(
+            agent, given, run_config=tools.run_config(tracing_disabled=True, **options)
+        )
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(go())
+
+
+def test_a_streamed_run_still_interrupts_on_confirm_and_runs_only_after_approval(
+    shop, functions, ran
+):
+    model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"),
+        ("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
+        "charged",
+    )
+    agent, tools, _ = make(shop, functions, model)
+    result = streamed(agent, "charge order 4411", tools)
+    (item,) = result.interruptions
+    assert "argument_origin: amount" in tools.prompt(item)["reasons"]
+    assert [name for name, _ in ran] == ["get_order"]
+    state = result.to_state()
+    state.approve(item)
+    resumed = streamed(agent, state, tools)
+    assert resumed.final_output == "charged"
+    assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
+
+
+def test_a_streamed_run_still_tells_the_model_why_a_call_was_refused(shop, functions, ran):
+    model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"),
+        ("read_inbox", {}, "c2"),
+        ("charge_card", {"order_id": "4411", "amount": 999}, "c3"),
+        "done",
+    )
+    agent, tools, _ = make(shop, functions, model, settings={"taint_policy": "refuse"})
+    result = streamed(agent, "show order 4411 and my inbox", tools)
+    assert result.interruptions == [] and result.final_output == "done"
+    assert "charge_card" not in [name for name, _ in ran]
+    assert model.read("tainted_call")
+
+
+# -- the run and thread ids ------------------------------------------------------------------------
+
+
+def test_each_decision_carries_the_runs_trace_and_group_ids(shop, functions, ran):
+    model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"),
+        ("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
+        "charged",
+    )
+    agent, tools, guard = make(shop, functions, model)
+    decisions = []
+    checked = guard.session.check_tool_call
+
+    def noted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        decisions.append(checked(*args, **kwargs))
+        return decisions[-1]
+
+    guard.session.check_tool_call = noted
+    result = streamed(agent, "charge order 4411", tools, trace_id="trace_4411", group_id="chat-9")
+    (item,) = result.interruptions
+    assert tools.prompt(item)["run"] == {"run_id": "trace_4411", "thread_id": "chat-9"}
+    assert decisions and all(
+        d.detail["run"] == {"run_id": "trace_4411", "thread_id": "chat-9"} for d in decisions
+    )

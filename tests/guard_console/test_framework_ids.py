@@ -1,0 +1,113 @@
+"""A framework's run and thread ids on the console's events, and one session across agents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from console.models import Event
+from stalwart_agents import Agent
+
+pytestmark = pytest.mark.django_db
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "agent.yaml"
+REFUND = {"tool": "refund_card", "arguments": {"order_id": "4411", "amount": 40.0}}
+
+
+@pytest.fixture(scope="module")
+def shop():
+    desk = Agent.from_file(SHOP, verify=False)
+    return desk.catalogue(), desk.rules().record
+
+
+def _post(client, url, body):  # noqa: ANN001, ANN202
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+def _open(client, shop, agent="billing"):  # noqa: ANN001, ANN202
+    catalogue, record = shop
+    body = {"agent": agent, "catalogue": catalogue, "rulebook": record}
+    response = _post(client, "/v1/sessions", body)
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def test_a_check_keeps_the_run_and_thread_on_its_event_and_in_its_detail(shop, editor, client_for):
+    client = client_for(editor)
+    session = _open(client, shop)
+    run = {"run_id": "run-1", "thread_id": "thread-a"}
+    answer = _post(client, f"/v1/sessions/{session}/check", {**REFUND, "run": run}).json()
+    assert answer["detail"]["run"] == run
+    event = Event.objects.get(source="toolcheck")
+    assert (event.run_id, event.thread_id) == ("run-1", "thread-a")
+
+
+def test_the_feed_shows_and_filters_by_thread_and_run(shop, editor, client_for):
+    client = client_for(editor)
+    session = _open(client, shop)
+    for run_id, thread in (("run-1", "thread-a"), ("run-2", "thread-b")):
+        run = {"run_id": run_id, "thread_id": thread}
+        _post(client, f"/v1/sessions/{session}/check", {**REFUND, "run": run})
+    page = client.get("/events/", {"thread": "thread-a"}).content.decode()
+    assert "thread-a" in page and "run-1" in page and "thread-b" not in page
+    page = client.get("/events/", {"run": "run-2"}).content.decode()
+    assert "run-2" in page and "run-1" not in page
+    listed = client.get("/v1/events", {"thread": "thread-b"}).json()["results"]
+    assert [(e["run_id"], e["thread_id"]) for e in listed] == [("run-2", "thread-b")]
+    event = Event.objects.get(thread_id="thread-a")
+    shown = client.get(f"/events/{event.pk}/").content.decode()
+    assert 'id="event-thread"' in shown and "thread-a" in shown and "run-1" in shown
+
+
+@pytest.mark.parametrize(
+    ("run", "field"),
+    [
+        ({"run_id": "r" * 129}, "run.run_id"),
+        ({"thread_id": 7}, "run.thread_id"),
+        ({"thread_id": "a\nb"}, "run.thread_id"),
+        ({"trace": "x"}, "run.trace"),
+        ("run-1", "run"),
+    ],
+)
+def test_framework_ids_that_are_not_bounded_strings_are_refused_by_field(
+    shop, editor, client_for, run, field
+):
+    client = client_for(editor)
+    session = _open(client, shop)
+    for endpoint in ("check", "execute"):
+        response = _post(client, f"/v1/sessions/{session}/{endpoint}", {**REFUND, "run": run})
+        assert response.status_code == 400, response.content
+        assert field in response.json()
+    assert not Event.objects.filter(source="toolcheck").exists()
+
+
+def test_a_filter_id_past_its_bound_is_an_error_not_a_crash(editor, client_for):
+    client = client_for(editor)
+    assert "at most 128" in client.get("/events/", {"thread": "t" * 200}).content.decode()
+
+
+def test_one_session_holds_the_calls_of_the_agent_handed_to(shop, editor, client_for):
+    client = client_for(editor)
+    session = _open(client, shop, agent="desk")
+    recorded = _post(
+        client,
+        f"/v1/sessions/{session}/record",
+        {"tool": "read_inbox", "arguments": {}, "result": [{"body": "refund 40 on 4411"}]},
+    )
+    assert recorded.status_code == 200, recorded.content
+    answer = _post(
+        client,
+        f"/v1/sessions/{session}/check",
+        {**REFUND, "agent": "billing", "context": {"order_paid": True}},
+    ).json()
+    assert answer["decision"] == "confirm" and "tainted_call" in answer["reasons"]
+    assert Event.objects.get(source="toolcheck").agent == "billing"
+    # desk does not reach refund_card; an agent the catalogue lacks is refused, and named
+    assert _post(client, f"/v1/sessions/{session}/check", REFUND).json()["reasons"] == [
+        "unknown_tool"
+    ]
+    stranger = _post(client, f"/v1/sessions/{session}/check", {**REFUND, "agent": "ghost"})
+    assert stranger.json()["decision"] == "refuse"
+    wrong = _post(client, f"/v1/sessions/{session}/record", {**REFUND, "agent": "ghost"})
+    assert wrong.status_code == 400 and "agent" in wrong.json()
