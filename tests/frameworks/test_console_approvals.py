@@ -105,3 +105,50 @@ def test_an_agents_sdk_interruption_is_answered_by_the_console_queue(
     assert [str(r.public_id) for r in ApprovalRequest.objects.all()] == [approval]
     events = Event.objects.filter(source="toolcheck", tool="refund_card")
     assert events and {(e.thread_id, e.run_id) for e in events} == {("chat-1", "trace_1")}
+
+
+def test_a_built_graph_keeps_one_console_session_across_a_handoff(
+    two_desks, console_client, approver, client_for
+):
+    import shop.tools as tools
+    from langgraph.types import Command
+
+    from guard.models import GuardSession
+    from stalwart_agents.langgraph import build_stalwart_graph
+    from tests.frameworks.test_langgraph import scripted
+
+    desk_model = scripted(
+        call("get_order", {"order_id": "4411"}, "c1"),
+        call("read_inbox", {}, "c2"),
+        call("transfer_to_billing", {}, "c3"),
+    )
+    billing_model = scripted(call("refund_card", {"order_id": "4411", "amount": 40.0}, "c4"))
+    graph = build_stalwart_graph(
+        two_desks,
+        require_proof=False,
+        models={"desk": desk_model, "billing": billing_model},
+        client=console_client,
+        checkpointer=InMemorySaver(),
+    )
+    for guard in graph.stalwart_guards.values():
+        guard.wait_timeout = 20
+    config = {"configurable": {"thread_id": "graph-1"}}
+    for turn in ("can you sort things out for me", "just sort it out please", "go on"):
+        out = graph.invoke({"messages": [HumanMessage(turn)]}, config)
+    (waiting,) = out["__interrupt__"]
+    assert "tainted_call" in waiting.value["reasons"]
+    approval = waiting.value["approval"]
+    assert client_for(approver).post(f"/v1/approvals/{approval}/approve").status_code == 200
+    graph.invoke(Command(resume=True), config)
+    assert tools.ORDERS["4411"]["status"] == "refunded"
+    (session,) = GuardSession.objects.all()  # one session, one signed history
+    entries = [e["content"] for e in session.history["entries"]]
+    assert [(e["agent"], e["tool"]) for e in entries] == [
+        ("desk", "get_order"),
+        ("desk", "read_inbox"),
+        ("billing", "refund_card"),
+    ]
+    assert [str(r.public_id) for r in ApprovalRequest.objects.all()] == [approval]
+    events = Event.objects.filter(source="toolcheck")
+    assert {e.thread_id for e in events} == {"graph-1"}
+    assert {e.agent for e in events.filter(tool="refund_card")} == {"billing"}

@@ -360,3 +360,26 @@ def test_a_step_that_tries_an_edge_the_proved_graph_lacks_stops_the_run():
     assert route({"stalwart": {"next": "desk_end"}}) == "desk_end"
     with pytest.raises(SelectorUnavailableError, match="does not allow"):
         route({"stalwart": {"next": "billing_tool_refund_card"}})
+
+
+def test_the_interrupt_and_each_decision_carry_the_thread_and_run_of_the_config(
+    shop, functions, ran
+):
+    model = scripted(
+        call("get_order", {"order_id": "4411"}, "c1"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
+    )
+    agent, guard = make_agent(shop, functions, model)
+    decisions = []
+    execute = guard.session.execute
+
+    def noted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        decisions.append(execute(*args, **kwargs))
+        return decisions[-1]
+
+    guard.session.execute = noted
+    config = {"configurable": {"thread_id": "t-9", "run_id": "run-5"}}
+    out = agent.invoke({"messages": [HumanMessage("charge order 4411")]}, config)
+    ids = {"thread_id": "t-9", "run_id": "run-5"}
+    assert out["__interrupt__"][0].value["run"] == ids
+    assert [d["detail"]["run"] for d in decisions] == [ids, ids]
