@@ -16,6 +16,10 @@ A door translates its framework's shapes into three calls and adds nothing else:
   checked again with it, so it runs only if it is exactly the call approved: a call whose
   arguments were changed after the prompt is refused (`token_mismatch`).
 
+Every decision carries the framework's run and thread ids (`run_id=`, `thread_id=`, over the
+guard's `run`): in the decision's `detail.run` here, on the console's event there. `guard.handoff(name)`
+is another agent's guard over the same session (one signed history for the conversation).
+
 Facts: `context=` is a mapping, a function, or a `stalwart_agents.facts.Context` (the file's
 `facts:` read from the results this guard saw, plus code's); where both say a fact, the file's
 wins. Anything that cannot answer raises `SelectorUnavailableError` and nothing runs.

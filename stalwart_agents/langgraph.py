@@ -19,6 +19,10 @@ yes is signed for exactly that call and the call is checked again with the token
 arguments, `{"approved": true, "arguments": {...}}`, are refused: `token_mismatch`); `refuse`
 becomes a `ToolMessage` naming the reasons, so the model sees why and nothing ran. Turns are read
 from the `HumanMessage`s (`guard.read`, once per message id) before any call of theirs is checked.
+A step LangGraph re-runs on resume asks nothing new: the guard finds the call it asked about (by
+tool call id and arguments), so the console's queue holds the one request the person saw. Every
+decision carries the config's `thread_id` and `run_id` (see `_run_ids`). A built graph keeps one
+session for the conversation (`Guard.handoff`): a handoff continues the same signed history.
 
 Framework imports live only in this module: the core SDK never needs LangGraph.
 """

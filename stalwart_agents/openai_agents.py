@@ -20,6 +20,10 @@ agent does not have answered to the model by the check (`unknown_tool`) instead 
 Against the console (`STALWART_URL`), the approval comes from the approvals queue: a resumed call
 waits for it (`wait_for_approval`).
 
+Every decision carries the run's trace id and group id as its run and thread ids (`tools.ids`). A
+handoff is another agent's `StalwartTools` over `guard.handoff(name)`: the same session and signed
+history. `Runner.run_streamed` goes through the same hooks.
+
 Framework imports live only in this module: the core SDK never needs the Agents SDK.
 """
 
