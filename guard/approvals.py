@@ -63,7 +63,7 @@ def approval_request_create(
     return ApprovalRequest.objects.create(
         organisation=actor.organisation,
         session=session,
-        agent=session.agent,
+        agent=str(call.get("agent") or session.agent),
         tool=str(call.get("tool", "")),
         call=call,
         origins=_origins(call, decision),

@@ -753,7 +753,7 @@ class Executor:
             if step.status == "compensate":
                 call = {
                     "tool": step.compensation,
-                    "agent": self.session.agent,
+                    "agent": entries[step.index].get("agent") or self.session.agent,
                     "arguments": step.arguments,
                     "compensation_of": step.index,
                 }

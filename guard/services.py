@@ -568,6 +568,8 @@ def session_undo_plan(*, actor: Actor, session: GuardSession) -> dict[str, Any]:
                 "index": step.index,
                 "tool": step.tool,
                 "status": step.status,
+                # The agent whose write it undoes (one session may hold several agents' calls).
+                "agent": str(entries[step.index].get("agent") or session.agent),
                 **(
                     {"compensation": step.compensation, "arguments": dict(step.arguments)}
                     if step.status == "compensate"

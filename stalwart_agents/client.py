@@ -810,6 +810,7 @@ class RemoteSession(Session):
                         step.get("arguments") or {},
                         function,
                         compensation_of=step["index"],
+                        agent=step.get("agent"),
                     )
                     ok = ran.get("outcome") in ("SUCCEEDED", "PARTIAL")
                     item["status"] = "compensated" if ok else "failed"

@@ -111,3 +111,22 @@ def test_one_session_holds_the_calls_of_the_agent_handed_to(shop, editor, client
     assert stranger.json()["decision"] == "refuse"
     wrong = _post(client, f"/v1/sessions/{session}/record", {**REFUND, "agent": "ghost"})
     assert wrong.status_code == 400 and "agent" in wrong.json()
+
+
+def test_the_undo_of_a_session_across_agents_names_the_agent_of_each_write(
+    shop, editor, client_for
+):
+    client = client_for(editor)
+    session = _open(client, shop, agent="desk")
+    for tool, agent in (("get_order", None), ("charge_card", None), ("refund_card", "billing")):
+        body = {"tool": tool, "arguments": {"order_id": "4411", "amount": 5.0}, "result": {}}
+        if tool == "get_order":
+            body["arguments"] = {"order_id": "4411"}
+        if agent:
+            body["agent"] = agent
+        assert _post(client, f"/v1/sessions/{session}/record", body).status_code == 200
+    steps = _post(client, f"/v1/sessions/{session}/undo", {}).json()["steps"]
+    assert [(s["tool"], s["agent"]) for s in steps] == [
+        ("refund_card", "billing"),
+        ("charge_card", "desk"),
+    ]
