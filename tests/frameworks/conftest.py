@@ -76,3 +76,16 @@ def two_desks(shop, tmp_path):
     (tmp_path / "shop").symlink_to(SHOP.parent, target_is_directory=True)
     (tmp_path / "agent.yaml").write_text(text, encoding="utf-8")
     return Agent.from_file(tmp_path / "agent.yaml", verify=False)
+
+
+def noting(owner, name):  # noqa: ANN001, ANN201
+    """Every answer `owner.name(...)` gives from now on, in order (the method still answers)."""
+    answers = []
+    method = getattr(owner, name)
+
+    def noted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        answers.append(method(*args, **kwargs))
+        return answers[-1]
+
+    setattr(owner, name, noted)
+    return answers

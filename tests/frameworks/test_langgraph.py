@@ -18,6 +18,7 @@ from stalwart_agents.langgraph import (
     build_stalwart_graph,
     graph_shape,
 )
+from tests.frameworks.conftest import noting
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -286,9 +287,10 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
     assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
 
 
-def handed_to_billing(two_desks, billing_model):  # noqa: ANN001, ANN201
+def handed_to_billing(two_desks, billing_model, **options):  # noqa: ANN001, ANN003, ANN201
     """desk's model reads the order and the inbox (the injected e-mail), then hands the
-    conversation to billing; the person's next turn reaches billing's model."""
+    conversation to billing; the person's next turn reaches billing's model. `options` are
+    `build_stalwart_graph`'s."""
     desk_model = scripted(
         call("get_order", {"order_id": "4411"}, "c1"),
         call("read_inbox", {}, "c2"),
@@ -299,6 +301,7 @@ def handed_to_billing(two_desks, billing_model):  # noqa: ANN001, ANN201
         require_proof=False,
         models={"desk": desk_model, "billing": billing_model},
         checkpointer=InMemorySaver(),
+        **options,
     )
     graph.invoke({"messages": [HumanMessage("can you sort things out for me")]}, CONFIG)
     graph.invoke({"messages": [HumanMessage("just sort it out please")]}, CONFIG)
@@ -331,20 +334,8 @@ def test_outside_content_one_agent_read_taints_the_write_of_the_agent_handed_to(
 
 def test_under_taint_policy_refuse_the_handed_to_agents_write_is_refused(two_desks):
     refunds = scripted(call("refund_card", {"order_id": "4411", "amount": 999}, "c4"))
-    desk_model = scripted(
-        call("get_order", {"order_id": "4411"}, "c1"),
-        call("read_inbox", {}, "c2"),
-        call("transfer_to_billing", {}, "c3"),
-    )
-    graph = build_stalwart_graph(
-        two_desks,
-        require_proof=False,
-        models={"desk": desk_model, "billing": refunds},
-        settings={"taint_policy": "refuse"},
-        checkpointer=InMemorySaver(),
-    )
-    for turn in ("can you sort things out for me", "just sort it out please", "go on"):
-        out = graph.invoke({"messages": [HumanMessage(turn)]}, CONFIG)
+    graph = handed_to_billing(two_desks, refunds, settings={"taint_policy": "refuse"})
+    out = graph.invoke({"messages": [HumanMessage("go on")]}, CONFIG)
     assert "__interrupt__" not in out
     assert "tainted_call" in tool_messages(out)[-1].content
     assert any(
@@ -370,14 +361,7 @@ def test_the_interrupt_and_each_decision_carry_the_thread_and_run_of_the_config(
         call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
     )
     agent, guard = make_agent(shop, functions, model)
-    decisions = []
-    execute = guard.session.execute
-
-    def noted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        decisions.append(execute(*args, **kwargs))
-        return decisions[-1]
-
-    guard.session.execute = noted
+    decisions = noting(guard.session, "execute")
     config = {"configurable": {"thread_id": "t-9", "run_id": "run-5"}}
     out = agent.invoke({"messages": [HumanMessage("charge order 4411")]}, config)
     ids = {"thread_id": "t-9", "run_id": "run-5"}
