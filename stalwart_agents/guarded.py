@@ -17,8 +17,9 @@ A door translates its framework's shapes into three calls and adds nothing else:
   arguments were changed after the prompt is refused (`token_mismatch`).
 
 Every decision carries the framework's run and thread ids (`run_id=`, `thread_id=`, over the
-guard's `run`): in the decision's `detail.run` here, on the console's event there. `guard.handoff(name)`
-is another agent's guard over the same session (one signed history for the conversation).
+guard's `run`): in the decision's `detail.run` here, on the console's event there.
+`guard.handoff(name)` is another agent's guard over the same session (one signed history for the
+conversation).
 
 Facts: `context=` is a mapping, a function, or a `stalwart_agents.facts.Context` (the file's
 `facts:` read from the results this guard saw, plus code's); where both say a fact, the file's
@@ -143,7 +144,7 @@ class Guard:
     One conversation across agents: `guard.handoff(name)` is the guard of agent `name` over the
     same session -- one signed history, so every check sees what each agent read and did (a write
     by the agent handed to after outside content another agent read is `tainted_call`) -- and the
-    same turns read, labels and facts.
+    same turns read, results seen and facts.
     """
 
     def __init__(
@@ -191,7 +192,7 @@ class Guard:
 
     def handoff(self, agent: str, **options: Any) -> Guard:
         """The guard of another agent of this conversation: the same session and signed history,
-        turns, labels and facts (see the class docstring); `options` as the constructor's."""
+        turns, results seen and facts (see the class docstring); `options` as the constructor's."""
         options.setdefault("tools", self.tools)
         options.setdefault("context", self.context)
         options.setdefault("approver", self.approver)
