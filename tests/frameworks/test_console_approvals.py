@@ -152,3 +152,45 @@ def test_a_built_graph_keeps_one_console_session_across_a_handoff(
     events = Event.objects.filter(source="toolcheck")
     assert {e.thread_id for e in events} == {"graph-1"}
     assert {e.agent for e in events.filter(tool="refund_card")} == {"billing"}
+
+
+def test_a_step_resumed_by_another_process_files_no_second_request(
+    shop, console_client, approver, client_for
+):
+    """The resume runs where the first guard is gone (a server that rebuilds its guard per
+    request, the checkpointer kept): the console answers the same call at the same point with
+    the request the person already approved, and the call runs once, without asking again."""
+    from stalwart_agents.client import RemoteSession
+
+    refunded = []
+
+    def refund_card(order_id: str, amount: float) -> dict:
+        """Refunds an amount of an order."""
+        refunded.append((order_id, amount))
+        return {"order_id": order_id, "refunded": amount}
+
+    saver = InMemorySaver()  # stands for a checkpointer both processes share
+    config = {"configurable": {"thread_id": "remote-2"}}
+
+    def app(guard, model):  # noqa: ANN001, ANN202
+        return create_agent(
+            model,
+            [StructuredTool.from_function(refund_card)],
+            middleware=[StalwartMiddleware(guard)],
+            checkpointer=saver,
+        )
+
+    first = Guard.for_agent(shop, "billing", client=console_client, wait_timeout=20)
+    first.context.observe("get_order", {"order_id": "4411"}, PAID)
+    model = scripted(call("refund_card", {"order_id": "4411", "amount": 40.0}, "c1"))
+    out = app(first, model).invoke({"messages": [HumanMessage("refund order 4411")]}, config)
+    approval = out["__interrupt__"][0].value["approval"]
+    assert client_for(approver).post(f"/v1/approvals/{approval}/approve").status_code == 200
+    again = Guard(
+        RemoteSession(console_client, first.session.id, "billing"),
+        context=first.context,
+        wait_timeout=20,
+    )
+    app(again, scripted()).invoke(Command(resume=True), config)
+    assert refunded == [("4411", 40.0)]
+    assert [str(r.public_id) for r in ApprovalRequest.objects.all()] == [approval]

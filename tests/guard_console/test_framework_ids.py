@@ -1,4 +1,5 @@
-"""A framework's run and thread ids on the console's events, and one session across agents."""
+"""The framework doors on the console: run and thread ids on events, one session across agents,
+one approval request per call asked."""
 
 from __future__ import annotations
 
@@ -130,3 +131,35 @@ def test_the_undo_of_a_session_across_agents_names_the_agent_of_each_write(
         ("refund_card", "billing"),
         ("charge_card", "desk"),
     ]
+
+
+def test_the_same_call_asked_again_at_the_same_point_is_answered_with_its_request(
+    shop, editor, approver, client_for
+):
+    from guard.models import ApprovalRequest
+
+    client = client_for(editor)
+    session = _open(client, shop)
+    check = {**REFUND, "context": {"order_paid": True}}
+
+    def asked():  # noqa: ANN202
+        answer = _post(client, f"/v1/sessions/{session}/check", check).json()
+        assert answer["decision"] == "confirm"
+        return answer["approval"]
+
+    first = asked()
+    assert asked() == first  # open: the same request
+    assert client_for(approver).post(f"/v1/approvals/{first}/approve").status_code == 200
+    assert asked() == first  # approved, its token unspent: still the one that counts
+    other = {**check, "arguments": {"order_id": "4411", "amount": 41.0}}
+    assert _post(client, f"/v1/sessions/{session}/check", other).json()["approval"] != first
+    _post(
+        client,
+        f"/v1/sessions/{session}/record",
+        {"tool": "refund_card", "arguments": REFUND["arguments"], "result": {}},
+    )
+    later = asked()  # the history moved on: a new question
+    assert later != first
+    assert client_for(approver).post(f"/v1/approvals/{later}/deny").status_code == 200
+    assert asked() != later  # a no is not carried over: the person is asked again
+    assert ApprovalRequest.objects.count() == 4
