@@ -331,6 +331,10 @@ class Event(models.Model):
     reasons = models.JSONField(default=list)
     rule = models.CharField(max_length=200, blank=True)
     detail = models.JSONField(default=dict)
+    # The framework's run and thread the call was made in (LangGraph's run id and thread_id, the
+    # Agents SDK's trace and group ids), as the door gave them: shown and filtered on the feed.
+    run_id = models.CharField(max_length=128, blank=True)
+    thread_id = models.CharField(max_length=128, blank=True)
     is_alert = models.BooleanField(default=False)
     # The sequence matchers' outbox: workers take pending events by shard, in id order.
     match_state = models.CharField(
@@ -348,6 +352,8 @@ class Event(models.Model):
             models.Index(fields=["organisation", "agent", "at"]),
             models.Index(fields=["organisation", "tool", "at"]),
             models.Index(fields=["organisation", "decision", "at"]),
+            models.Index(fields=["organisation", "thread_id", "at"], name="event_thread_at"),
+            models.Index(fields=["organisation", "run_id", "at"], name="event_run_at"),
         ]
 
 

@@ -73,6 +73,8 @@ class EventFilters:
     rule: str = ""
     alerts: bool = False
     after: int | None = None
+    run: str = ""  # the framework's run id
+    thread: str = ""  # the framework's thread id
 
     @classmethod
     def from_params(cls, params) -> EventFilters:  # noqa: ANN001
@@ -89,9 +91,16 @@ class EventFilters:
         until = parse_moment("until", params.get("until", ""), end=True)
         if since and until and since >= until:
             raise FilterError("until", "the end of the range must come after its start")
+        framework = {}
+        for name in ("run", "thread"):
+            value = (params.get(name) or "").strip()
+            if len(value) > 128:
+                raise FilterError(name, "a framework id has at most 128 characters")
+            framework[name] = value
         return cls(
             since=since,
             until=until,
+            **framework,
             agent=(params.get("agent") or "").strip(),
             session=(params.get("session") or "").strip(),
             tool=(params.get("tool") or "").strip(),
@@ -113,6 +122,10 @@ def event_list(*, organisation: Organisation, filters: EventFilters) -> QuerySet
         value = getattr(filters, name)
         if value:
             qs = qs.filter(**{name: value})
+    if filters.run:
+        qs = qs.filter(run_id=filters.run)
+    if filters.thread:
+        qs = qs.filter(thread_id=filters.thread)
     if filters.tool:
         qs = qs.filter(tool_matches(filters.tool))
     if filters.alerts:

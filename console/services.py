@@ -604,8 +604,12 @@ def event_record(
     rule: str | None = "",
     detail: dict[str, Any] | None = None,
     secret_keys: frozenset[str] = frozenset(),
+    run_id: str = "",
+    thread_id: str = "",
 ) -> Event:
     """Record a decision in the event feed, with its detail redacted before it is written.
+
+    `run_id` and `thread_id` are the framework's (checked by the door that took them).
 
     The event is also the sequence matchers' input: it is written `pending` in its session's
     shard, and once the transaction commits a drain of that shard is asked for (coalesced, and
@@ -625,6 +629,8 @@ def event_record(
         reasons=[str(r) for r in (reasons or [])],
         rule=(rule or "")[:200],
         detail=redact(detail or {}, secret_keys=secret_keys),
+        run_id=str(redact(run_id or ""))[:128],
+        thread_id=str(redact(thread_id or ""))[:128],
         shard=shard,
     )
     transaction.on_commit(lambda: kick_matcher(shard))

@@ -269,6 +269,8 @@ EXPORT_FIELDS = (
     "rule",
     "is_alert",
     "detail",
+    "run_id",
+    "thread_id",
 )
 
 
@@ -302,6 +304,8 @@ def _export_rows(actor, filters):  # noqa: ANN001, ANN202
             "rule": event.rule,
             "is_alert": event.is_alert,
             "detail": event.detail,
+            "run_id": event.run_id,
+            "thread_id": event.thread_id,
         }
 
 

@@ -58,12 +58,20 @@ def approval_request_create(
     decision: dict[str, Any],
     requested_for: str = "",
 ) -> ApprovalRequest:
-    """Put a confirmed call in the approvers' queue (inside the check's transaction)."""
+    """Put a confirmed call in the approvers' queue (inside the check's transaction).
+
+    The same call asked again at the same point of the session's history, while its request is
+    open or approved and unspent, is answered with that request: a framework that re-runs its step
+    on resume (LangGraph, in this process or in another one) files no second request, and a yes
+    already given is the one that counts."""
     history = session.history if isinstance(session.history, dict) else {}
+    asked = _asked_already(session, call, len(history.get("entries", [])))
+    if asked is not None:
+        return asked
     return ApprovalRequest.objects.create(
         organisation=actor.organisation,
         session=session,
-        agent=session.agent,
+        agent=str(call.get("agent") or session.agent),
         tool=str(call.get("tool", "")),
         call=call,
         origins=_origins(call, decision),
@@ -75,6 +83,28 @@ def approval_request_create(
         requested_for=requested_for[:150],
         expires_at=timezone.now() + _timeout(actor.organisation.pk),
     )
+
+
+def _asked_already(
+    session: GuardSession, call: dict[str, Any], history_at: int
+) -> ApprovalRequest | None:
+    """The open (or approved, token unspent) request for exactly this call at this point."""
+    found = ApprovalRequest.objects.filter(
+        session=session,
+        tool=str(call.get("tool", "")),
+        history_at=history_at,
+        status__in=(ApprovalRequest.Status.PENDING, ApprovalRequest.Status.APPROVED),
+    ).order_by("created_at")
+    for request in found[:20]:
+        if request.call != call:
+            continue
+        if request.is_open or (
+            request.status == ApprovalRequest.Status.APPROVED
+            and request.token
+            and request.token_spent_at is None
+        ):
+            return request
+    return None
 
 
 def _origins(call: dict[str, Any], decision: dict[str, Any]) -> dict[str, str]:

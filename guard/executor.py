@@ -199,6 +199,7 @@ class Executor:
         credentials: Mapping[str, str] | None = None,
         undo_on_refusal: bool = True,
         timeout_backoff: float = 0.05,
+        run: Mapping[str, str] | None = None,
     ) -> None:
         require(actor, "guard.check")
         if session.organisation_id != actor.organisation.pk:
@@ -210,6 +211,8 @@ class Executor:
         self.undo_on_refusal = undo_on_refusal
         self.timeout_backoff = timeout_backoff
         self.writes: list[int] = []  # history indexes of this run's writes
+        # The framework's run and thread ids of the calls (checked by the caller): on each event.
+        self.run = dict(run or {})
 
     # The tenant is the organisation of the authenticated identity, never an argument.
     @property
@@ -308,8 +311,12 @@ class Executor:
     ) -> dict[str, Any]:
         """Every control up to the effect; `RUN` carries the key and the tenant to run it with.
 
-        `options` are the check's own (`checks`, `usage`, `cost`), as `/check` takes them."""
-        call = {**call, "agent": self.session.agent}
+        `options` are the check's own (`checks`, `usage`, `cost`), as `/check` takes them. The
+        call's `agent` may name another agent of the catalogue (one conversation across agents);
+        the check refuses one the catalogue does not have."""
+        from guard.services import call_agent
+
+        call = {**call, "agent": call_agent(self.session, call.get("agent"))}
         started = self._begin(
             call, token=token, context=context, user=user, binding=None, options=options
         )
@@ -337,9 +344,15 @@ class Executor:
         (with the `cost` the host reports for it, where it reports one)."""
         from django.core.exceptions import ValidationError
 
-        call = {**call, "agent": self.session.agent}
+        from guard.services import call_agent
+
+        call = {**call, "agent": call_agent(self.session, call.get("agent"))}
         tool = str(call.get("tool") or "")
         check = _tool_check(self.session)
+        if check.catalogue.agents and call["agent"] not in check.catalogue.agents:
+            raise ValidationError(
+                {"agent": [f"`{call['agent']}` is not an agent of the catalogue"]}
+            )
         known = check.catalogue.tools.get(tool)
         if known is None:
             raise ValidationError({"tool": [f"`{tool}` is not a tool of this session"]})
@@ -368,6 +381,7 @@ class Executor:
             "secret": secret,
             "check": check,
             "cost": cost,
+            "agent": call["agent"],
         }
         if blocked is not None:
             return self._fail(started, tool, arguments, "authorization_denied", str(blocked))
@@ -436,6 +450,11 @@ class Executor:
                 session, call, history=history, context=context, token=token, **(options or {})
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
+            if self.run:  # shown with the decision, and with the request a person answers
+                decision = {
+                    **decision,
+                    "detail": {**dict(decision.get("detail") or {}), "run": self.run},
+                }
             counter = schema_counter(decision)
             if counter is not None and not token:
                 # A call run with a person's token was counted when it was first proposed.
@@ -474,13 +493,14 @@ class Executor:
                     "decision": decision,
                     "secret": secret,
                     "check": check,
+                    "agent": call.get("agent"),
                 }
             if effect is None:
                 effect = Effect(
                     organisation=organisation,
                     key=key,
                     session=session,
-                    agent=session.agent,
+                    agent=str(call.get("agent") or session.agent),
                     tool=tool,
                     arguments=redact(arguments, secret_keys=secret),
                     compensation_of=call.get("compensation_of"),
@@ -506,6 +526,7 @@ class Executor:
             "decision": decision,
             "secret": secret,
             "check": check,
+            "agent": call.get("agent"),
         }
 
     def _effect(
@@ -669,7 +690,11 @@ class Executor:
                 )
             if kind == "BLOCKED":
                 count(self.actor.organisation, tool, "blocked_actions")
-            call = {"tool": tool, "agent": self.session.agent, "arguments": arguments or {}}
+            call = {
+                "tool": tool,
+                "agent": started.get("agent") or self.session.agent,
+                "arguments": arguments or {},
+            }
             return self._decided(
                 kind,
                 call,
@@ -709,7 +734,7 @@ class Executor:
             source="toolcheck",
             decision=decision,
             session=str(self.session.public_id),
-            agent=self.session.agent,
+            agent=str(call.get("agent") or self.session.agent),
             tool=tool,
             stage="tool_call",
             verdict=outcome["outcome"].lower(),
@@ -717,6 +742,8 @@ class Executor:
             rule=outcome.get("rule") or "",
             detail={"call": {**dict(call), "arguments": arguments}, "outcome": shown},
             secret_keys=secret,
+            run_id=self.run.get("run_id", ""),
+            thread_id=self.run.get("thread_id", ""),
         )
         fields = _log_fields(self._context(tool), arguments, outcome, secret)
         log.info("tool call %s", json.dumps(fields, sort_keys=True, default=str))
@@ -735,7 +762,7 @@ class Executor:
             if step.status == "compensate":
                 call = {
                     "tool": step.compensation,
-                    "agent": self.session.agent,
+                    "agent": entries[step.index].get("agent") or self.session.agent,
                     "arguments": step.arguments,
                     "compensation_of": step.index,
                 }

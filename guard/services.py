@@ -302,10 +302,30 @@ def session_create(
     return session
 
 
+def session_run_ids(raw: Any) -> dict[str, str]:
+    """A call's framework run and thread ids (`run: {run_id, thread_id}`), checked: bounded
+    printable strings; `ValidationError` naming `run.<field>`."""
+    try:
+        return runtime.framework_ids(raw)
+    except runtime.FrameworkIdsInvalid as exc:
+        raise ValidationError({path: [why] for path, why in exc.errors.items()}) from exc
+
+
+def call_agent(session: GuardSession, raw: Any) -> str:
+    """The agent making a call: the session's, or another agent of its catalogue where the
+    session holds one conversation across agents (a handoff continues its signed history). The
+    check refuses an agent the catalogue does not have (`agent_required`)."""
+    if raw is None or raw == "":
+        return session.agent
+    if not isinstance(raw, str) or len(raw) > 128 or not raw.isprintable():
+        raise ValidationError({"agent": ["the name of an agent of the session's catalogue"]})
+    return raw
+
+
 def _call(session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     call = {
         "tool": data.get("tool"),
-        "agent": session.agent,
+        "agent": call_agent(session, data.get("agent")),
         "arguments": data.get("arguments", {}),
     }
     for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
@@ -335,7 +355,8 @@ def _controls(
             _control_flags(
                 GuardSession.objects.filter(pk=session.pk),
                 organisation_id=actor.organisation.pk,
-                agent=session.agent,
+                agent=str(call.get("agent") or session.agent),
+                held_agents=(session.agent,),
                 session=str(session.public_id),
                 tool=tool,
             )
@@ -357,12 +378,22 @@ def _controls(
     return result
 
 
-def _control_flags(rows: Any, *, organisation_id: int, agent: str, session: str, tool: str) -> Any:
-    """`rows` (a queryset), each with whether the tool is switched off for the agent
-    (`tool_switched`) and whether the session is held (`session_held`): read in the same query.
+def _control_flags(
+    rows: Any,
+    *,
+    organisation_id: int,
+    agent: str,
+    session: str,
+    tool: str,
+    held_agents: tuple[str, ...] = (),
+) -> Any:
+    """`rows` (a queryset), each with whether the tool is switched off for the agent making the
+    call (`tool_switched`) and whether the session is held (`session_held`) -- for that agent or
+    any of `held_agents` (the session's own, where a handoff continues it): in the same query.
 
     Agent and tool names are compared in their normal form.
     """
+    held = sorted({name_key(agent), *(name_key(a) for a in held_agents)})
     agent = name_key(agent)
     return rows.annotate(
         tool_switched=Exists(
@@ -373,7 +404,7 @@ def _control_flags(rows: Any, *, organisation_id: int, agent: str, session: str,
         session_held=Exists(
             SessionHold.objects.filter(
                 organisation_id=organisation_id,
-                agent=agent,
+                agent__in=held,
                 session=session,
                 released_at=None,
             )
@@ -413,6 +444,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     """Decide one call in the session; the decision is recorded as an event."""
     require(actor, "guard.check")
     call = _call(session, data)
+    run = session_run_ids(data.get("run"))
     # One statement reads the session (locked), its organisation's settings, and the switch and
     # hold that apply to this call; the catalogue and rulebook only when no tool check is built
     # from them yet (with the settings last seen for the organisation; if those changed, the
@@ -426,7 +458,8 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     session = _control_flags(
         rows,
         organisation_id=actor.organisation.pk,
-        agent=session.agent,
+        agent=call["agent"],
+        held_agents=(session.agent,),
         session=public_id,
         tool=str(call.get("tool") or ""),
     ).get(pk=session.pk)
@@ -452,6 +485,8 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
         decision.to_dict(),
         flags=(session.tool_switched, session.session_held),
     )
+    if run:
+        result = {**result, "detail": {**dict(result.get("detail") or {}), "run": run}}
     if result["decision"] == "confirm" and not data.get("token"):
         from guard.approvals import approval_request_create
 
@@ -468,13 +503,15 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
         source="toolcheck",
         decision=result["decision"],
         session=str(session.public_id),
-        agent=session.agent,
+        agent=call["agent"],
         tool=str(call.get("tool") or ""),
         stage="tool_call",
         reasons=list(result["reasons"]),
         rule=result.get("rule") or "",
         detail={"call": call, "detail": result.get("detail", {})},
         secret_keys=_secret(check, call),
+        run_id=run.get("run_id", ""),
+        thread_id=run.get("thread_id", ""),
     )
     return result
 
@@ -485,11 +522,12 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     require(actor, "guard.check")
     session = GuardSession.objects.select_for_update().get(pk=session.pk)
     check = _tool_check(session)
+    call = _call(session, data)
+    if check.catalogue.agents and call["agent"] not in check.catalogue.agents:
+        raise ValidationError({"agent": [f"`{call['agent']}` is not an agent of the catalogue"]})
     try:
         history = session_history(check, session)
-        entry = check.record(
-            history, _call(session, data), data.get("result"), cost=data.get("cost")
-        )
+        entry = check.record(history, call, data.get("result"), cost=data.get("cost"))
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
     session.save(update_fields=[*session_keep(session, history), "updated_at"])
@@ -537,6 +575,8 @@ def session_undo_plan(*, actor: Actor, session: GuardSession) -> dict[str, Any]:
                 "index": step.index,
                 "tool": step.tool,
                 "status": step.status,
+                # The agent whose write it undoes (one session may hold several agents' calls).
+                "agent": str(entries[step.index].get("agent") or session.agent),
                 **(
                     {"compensation": step.compensation, "arguments": dict(step.arguments)}
                     if step.status == "compensate"

@@ -333,6 +333,8 @@ class Session:
         plan_token: str | None = None,
         plan_step: int | None = None,
         cost: float | None = None,
+        agent: str | None = None,
+        run: Mapping[str, str] | None = None,
     ) -> Check:
         """Decide one call. `origins` say where each value came from (the runtime derives them
         from the turns it read; a claim can only lower them); `labels` outside content the call
@@ -340,7 +342,10 @@ class Session:
         `compensation_of` the history index this call undoes; `plan` the approved plan
         (`{id, steps}`) with its `plan_token` (and, optionally, the `plan_step` it claims to be);
         `cost` what the call will cost, in cents, where the host knows it (the tool's own `cost:`
-        counts too; the larger is held against `cap_cost`)."""
+        counts too; the larger is held against `cap_cost`); `agent` the agent making the call,
+        where one session holds a conversation across agents (default: the session's); `run` the
+        framework's run and thread ids (`{"run_id", "thread_id"}`), shown with the decision (in
+        its `detail.run`, and on the console's event)."""
         raise NotImplementedError
 
     def record(
@@ -352,6 +357,7 @@ class Session:
         origins: Mapping[str, str] | None = None,
         labels: list[str] | None = None,
         cost: float | None = None,
+        agent: str | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -547,11 +553,15 @@ class LocalSession(Session):
         plan_token=None,
         plan_step=None,
         cost=None,
+        agent=None,
+        run=None,
     ) -> Check:
         try:
             decision = self.runtime.check(
                 tool,
                 arguments,
+                agent=agent,
+                run=run,
                 origins=origins,
                 labels=labels,
                 compensation_of=compensation_of,
@@ -566,12 +576,26 @@ class LocalSession(Session):
             )
         except engine.UnknownCheck as exc:
             raise RequestRefused(400, {"checks": [str(exc)]}) from exc
+        except runtime.FrameworkIdsInvalid as exc:
+            raise RequestRefused(400, {k: [v] for k, v in exc.errors.items()}) from exc
         except Exception as exc:  # noqa: BLE001 - the runtime could not answer: no call is made
             raise SelectorUnavailableError(f"the tool check could not answer: {exc}") from exc
         return _check_of(decision)
 
-    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
-        self.runtime.record(tool, arguments, result, origins=origins, labels=labels, cost=cost)
+    def record(
+        self,
+        tool,
+        arguments,
+        result,
+        *,
+        origins=None,
+        labels=None,
+        cost=None,
+        agent=None,  # noqa: ANN001
+    ) -> None:
+        self.runtime.record(
+            tool, arguments, result, origins=origins, labels=labels, cost=cost, agent=agent
+        )
 
     def approve(self, check: Check | str) -> str:
         ident = check.approval if isinstance(check, Check) else check
@@ -633,6 +657,8 @@ class LocalSession(Session):
         usage: Mapping[str, Any] | None = None,
         compensation_of: int | None = None,
         cost: float | None = None,
+        agent: str | None = None,
+        run: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """The executor in this process: check, then run once per intent (ledger in memory).
 
@@ -655,9 +681,13 @@ class LocalSession(Session):
                 usage=usage,
                 compensation_of=compensation_of,
                 cost=cost,
+                agent=agent,
+                run=run,
             )
         except engine.UnknownCheck as exc:
             raise RequestRefused(400, {"checks": [str(exc)]}) from exc
+        except runtime.FrameworkIdsInvalid as exc:
+            raise RequestRefused(400, {k: [v] for k, v in exc.errors.items()}) from exc
 
     def undo(self) -> list[dict[str, Any]]:
         """Undo this run's writes now, last first (a host that cancels the run)."""
@@ -706,6 +736,8 @@ class RemoteSession(Session):
         plan_token=None,
         plan_step=None,
         cost=None,
+        agent=None,
+        run=None,
     ) -> Check:
         body = _check_body(
             tool,
@@ -721,13 +753,27 @@ class RemoteSession(Session):
             plan_token=plan_token,
             plan_step=plan_step,
             cost=cost,
+            agent=agent if agent and agent != self.agent else None,
+            run=dict(run) if run else None,
         )
         return Check.from_dict(self.client.post(f"/v1/sessions/{self.id}/check", body))
 
-    def record(self, tool, arguments, result, *, origins=None, labels=None, cost=None) -> None:  # noqa: ANN001
+    def record(
+        self,
+        tool,
+        arguments,
+        result,
+        *,
+        origins=None,
+        labels=None,
+        cost=None,
+        agent=None,  # noqa: ANN001
+    ) -> None:
         body = {**_call_body(tool, arguments, origins, labels), "result": result}
         if cost is not None:
             body["cost"] = cost
+        if agent and agent != self.agent:
+            body["agent"] = agent
         self.client.post(f"/v1/sessions/{self.id}/record", body)
 
     def execute(
@@ -764,6 +810,7 @@ class RemoteSession(Session):
                         step.get("arguments") or {},
                         function,
                         compensation_of=step["index"],
+                        agent=step.get("agent"),
                     )
                     ok = ran.get("outcome") in ("SUCCEEDED", "PARTIAL")
                     item["status"] = "compensated" if ok else "failed"
@@ -790,6 +837,8 @@ class RemoteSession(Session):
         usage: Mapping[str, Any] | None = None,
         compensation_of: int | None = None,
         cost: Any = None,
+        agent: str | None = None,
+        run: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Run a call through the console's executor; the tool itself runs here, once per intent.
 
@@ -811,6 +860,12 @@ class RemoteSession(Session):
             compensation_of=compensation_of,
             cost=cost,
         )
+        named = {}
+        if agent and agent != self.agent:
+            named["agent"] = agent
+        if run:
+            named["run"] = dict(run)
+        body.update(named)
         if user:
             body["user"] = user
         if function is None:
@@ -827,11 +882,11 @@ class RemoteSession(Session):
             tenant=begun["tenant"],
             person=user,
             session=self.id,
-            agent=self.agent,
+            agent=agent or self.agent,
             tool=tool,
             key=begun.get("key", ""),
         )
-        report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key}
+        report = {**_call_body(tool, arguments, origins, labels), "key": ctx.key, **named}
         if compensation_of is not None:
             report["compensation_of"] = compensation_of
         if cost is not None:

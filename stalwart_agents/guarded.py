@@ -16,6 +16,11 @@ A door translates its framework's shapes into three calls and adds nothing else:
   checked again with it, so it runs only if it is exactly the call approved: a call whose
   arguments were changed after the prompt is refused (`token_mismatch`).
 
+Every decision carries the framework's run and thread ids (`run_id=`, `thread_id=`, over the
+guard's `run`): in the decision's `detail.run` here, on the console's event there.
+`guard.handoff(name)` is another agent's guard over the same session (one signed history for the
+conversation).
+
 Facts: `context=` is a mapping, a function, or a `stalwart_agents.facts.Context` (the file's
 `facts:` read from the results this guard saw, plus code's); where both say a fact, the file's
 wins. Anything that cannot answer raises `SelectorUnavailableError` and nothing runs.
@@ -132,7 +137,14 @@ class Guard:
     `approver(prompt) -> bool` answers a `confirm` in this process (a host callback); without one,
     `call_with` hands the `confirm` back and `resume` carries the person's answer.
     `on_refuse="raise"` raises `CallRefused` instead of returning the refusal. `run` names the
-    framework's run and thread (shown in the prompt; see the README for the console's feed).
+    framework's run and thread (`{"run_id", "thread_id"}`; `call_with` and `check` take them as
+    keywords too): sent with every decision, they are in its `detail.run` in this process and on
+    the console's event (the feed shows and filters them).
+
+    One conversation across agents: `guard.handoff(name)` is the guard of agent `name` over the
+    same session -- one signed history, so every check sees what each agent read and did (a write
+    by the agent handed to after outside content another agent read is `tainted_call`) -- and the
+    same turns read, results seen and facts.
     """
 
     def __init__(
@@ -147,10 +159,15 @@ class Guard:
         wait_timeout: float = 300.0,
         labels: set[str] | None = None,
         outside: Mapping[str, Any] | None = None,
+        agent: str | None = None,
+        share: Guard | None = None,
     ) -> None:
         if on_refuse not in ("return", "raise"):
             raise ValueError("on_refuse is `return` or `raise`")
         self.session = session
+        # The agent making this guard's calls: the session's, or another agent of its catalogue
+        # where one session holds the conversation across agents (`handoff`).
+        self.agent = agent or session.agent
         self.tools = dict(tools or {})
         self.context = context
         self.approver = approver
@@ -163,7 +180,45 @@ class Guard:
         self.ran: list[dict[str, Any]] = []
         self._read: set[str] = set()
         self._asked: dict[str, str] = {}
+        # Calls a person is being asked about, by the door's key for the step (a framework that
+        # re-runs its step on resume finds the question asked, and files no second request).
+        self.waiting: dict[str, Outcome] = {}
         self._outside = {k: tuple(v) for k, v in (outside or {}).items()}
+        if share is not None:  # the same conversation: what was read, ran and asked is shared
+            # (Not the labels: one session's signed history holds the outside content itself.)
+            self.ran, self._read, self._asked = share.ran, share._read, share._asked
+            self.waiting = share.waiting
+            self._outside = {**share._outside, **self._outside}
+
+    def handoff(self, agent: str, **options: Any) -> Guard:
+        """The guard of another agent of this conversation: the same session and signed history,
+        turns, results seen and facts (see the class docstring); `options` as the constructor's."""
+        options.setdefault("tools", self.tools)
+        options.setdefault("context", self.context)
+        options.setdefault("approver", self.approver)
+        options.setdefault("on_refuse", self.on_refuse)
+        options.setdefault("run", self.run)
+        options.setdefault("wait_timeout", self.wait_timeout)
+        return Guard(self.session, agent=agent, share=self, **options)
+
+    def ids(self, run_id: str | None = None, thread_id: str | None = None) -> dict[str, str]:
+        """The framework's run and thread ids of a call: the given ones over the guard's `run`."""
+        ids = {k: str(v) for k, v in self.run.items() if k in ("run_id", "thread_id") and v}
+        if run_id:
+            ids["run_id"] = run_id
+        if thread_id:
+            ids["thread_id"] = thread_id
+        return ids
+
+    def _named(self, run_id: str | None, thread_id: str | None) -> dict[str, Any]:
+        """What a session is told beside the call: the agent making it and the framework ids."""
+        named: dict[str, Any] = {}
+        if self.agent != self.session.agent:
+            named["agent"] = self.agent
+        ids = self.ids(run_id, thread_id)
+        if ids:
+            named["run"] = ids
+        return named
 
     @classmethod
     def for_agent(
@@ -223,6 +278,8 @@ class Guard:
         origins: Mapping[str, str] | None = None,
         context: Any = None,
         token: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
     ) -> Check:
         """The check alone (nothing runs)."""
         return self.session.check_tool_call(
@@ -232,6 +289,7 @@ class Guard:
             context=self.facts(arguments, context),
             token=token,
             labels=sorted(self.labels) or None,
+            **self._named(run_id, thread_id),
         )
 
     def prompt(
@@ -255,7 +313,7 @@ class Guard:
             entry.setdefault("origin", (origins or {}).get(name, "model"))
             each[name] = entry
         prompt: dict[str, Any] = {
-            "call": {"tool": tool, "agent": self.session.agent, "arguments": dict(arguments)},
+            "call": {"tool": tool, "agent": self.agent, "arguments": dict(arguments)},
             "arguments": each,
             "reasons": list(reasons),
         }
@@ -263,8 +321,9 @@ class Guard:
             prompt["labels"] = list(detail["labels"])
         if approval:
             prompt["approval"] = approval
-        if self.run:
-            prompt["run"] = dict(self.run)
+        ids = {**self.ids(), **dict(detail.get("run") or {})}
+        if ids:
+            prompt["run"] = ids
         return prompt
 
     # -- calls ------------------------------------------------------------------------------
@@ -278,8 +337,12 @@ class Guard:
         context: Any = None,
         origins: Mapping[str, str] | None = None,
         token: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
     ) -> Outcome:
-        """Check the call; run it on `allow` (see the module docstring); answer an `Outcome`."""
+        """Check the call; run it on `allow` (see the module docstring); answer an `Outcome`.
+        `run_id` and `thread_id` are the framework's (over the guard's `run`): shown with the
+        decision, in this process and on the console's feed."""
         arguments = dict(arguments)
         run = function or self.tools.get(tool) or _missing(tool)
         facts = context if context is not None else self.context
@@ -295,6 +358,7 @@ class Guard:
             context=self.facts(arguments, facts),
             token=token,
             labels=sorted(self.labels) or None,
+            **self._named(run_id, thread_id),
         )
         outcome = self._outcome(tool, arguments, answer, origins)
         if outcome.status == RAN:
@@ -308,6 +372,8 @@ class Guard:
                 bool(self.approver(outcome.prompt or {})),
                 function=function,
                 context=context,
+                run_id=run_id,
+                thread_id=thread_id,
             )
         if outcome.status == REFUSED and self.on_refuse == "raise":
             raise CallRefused(outcome)
@@ -322,8 +388,9 @@ class Guard:
             if not approval:
                 raise SelectorUnavailableError("the console asked for no approval of this call")
             return session.wait_for_approval(approval, timeout=self.wait_timeout)
+        ids = dict((outcome.prompt or {}).get("run") or {})
         check = self.check(
-            outcome.tool, outcome.arguments, origins=outcome.origins, context=context
+            outcome.tool, outcome.arguments, origins=outcome.origins, context=context, **ids
         )
         if check.decision != "confirm":
             raise SelectorUnavailableError(
@@ -338,6 +405,8 @@ class Guard:
         *,
         function: Function | None = None,
         context: Any = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
     ) -> Outcome:
         """Carry a person's answer to a `confirm`: a yes runs exactly the call shown, checked
         again with the signed token; changed arguments (`{"approved": true, "arguments": ...}`)
@@ -359,6 +428,8 @@ class Guard:
             context=context,
             origins=outcome.origins,
             token=token,
+            run_id=run_id,
+            thread_id=thread_id,
         )
 
     def _outcome(

@@ -19,6 +19,10 @@ yes is signed for exactly that call and the call is checked again with the token
 arguments, `{"approved": true, "arguments": {...}}`, are refused: `token_mismatch`); `refuse`
 becomes a `ToolMessage` naming the reasons, so the model sees why and nothing ran. Turns are read
 from the `HumanMessage`s (`guard.read`, once per message id) before any call of theirs is checked.
+A step LangGraph re-runs on resume asks nothing new: the guard finds the call it asked about (by
+tool call id and arguments), so the console's queue holds the one request the person saw. Every
+decision carries the config's `thread_id` and `run_id` (see `_run_ids`). A built graph keeps one
+session for the conversation (`Guard.handoff`): a handoff continues the same signed history.
 
 Framework imports live only in this module: the core SDK never needs LangGraph.
 """
@@ -45,6 +49,7 @@ from stalwart_agents.guarded import (
     REFUSED,
     Guard,
     Outcome,
+    _call_key,
     outside_tools,
     result_text,
 )
@@ -60,7 +65,10 @@ __all__ = [
 
 
 def _run_ids() -> dict[str, str]:
-    """The framework's thread and run ids of the current step, where LangGraph has them."""
+    """The framework's thread and run ids of the current step, where LangGraph has them: the
+    `thread_id` and the `run_id` of the RunnableConfig's `configurable` (LangGraph's server sets
+    both; the top-level `run_id` of `invoke` names only LangChain's root run and never reaches a
+    step, so give it in `configurable`)."""
     try:
         from langgraph.config import get_config
 
@@ -68,11 +76,11 @@ def _run_ids() -> dict[str, str]:
     except (ImportError, RuntimeError):
         return {}
     ids: dict[str, str] = {}
-    thread = (config.get("configurable") or {}).get("thread_id")
-    if thread is not None:
-        ids["thread_id"] = str(thread)
-    if config.get("run_id") is not None:
-        ids["run_id"] = str(config["run_id"])
+    configurable = config.get("configurable") or {}
+    for name in ("thread_id", "run_id"):
+        value = configurable.get(name, config.get(name))
+        if value is not None and str(value):
+            ids[name] = str(value)
     return ids
 
 
@@ -135,11 +143,18 @@ def guarded_tool_call(
             return _result_of(message)
         return {"command": repr(message)[:2000]}
 
-    guard.run = {**guard.run, **_run_ids()}
-    outcome = guard.call_with(tool, arguments, function=run, context=context)
+    ids = _run_ids()
+    # LangGraph re-runs the whole step on resume: the call asked about at this step (the same
+    # tool call, the same arguments) is asked once, so the console holds one request for it.
+    step = f"{call.get('id') or ''}:{_call_key(tool, arguments)}"
+    outcome = guard.waiting.get(step) or guard.call_with(
+        tool, arguments, function=run, context=context, **ids
+    )
     if outcome.status == CONFIRM:
-        answer = interrupt(outcome.prompt)
-        outcome = guard.resume(outcome, answer, function=run, context=context)
+        guard.waiting[step] = outcome
+        answer = interrupt(outcome.prompt)  # the first time: the run stops here
+        guard.waiting.pop(step, None)
+        outcome = guard.resume(outcome, answer, function=run, context=context, **ids)
     if outcome.status == RAN and "message" in answered:
         return answered["message"]
     return _refusal(outcome, call)
@@ -292,14 +307,14 @@ def build_stalwart_graph(
     outside = outside_tools(catalogue)
     code = context if context is not None else getattr(agent, "context", None)
     facts = Context(facts_of(agent), context=code, reads_outside=list(outside))
-    labels: set[str] = set()
     names = [str(n) for n in (catalogue.get("agents") or {})]
-    guards = {
-        name: Guard.for_agent(
-            agent, name, client=client, settings=settings, facts=facts, labels=labels
-        )
-        for name in names
-    }
+    # One session for the whole conversation: each agent's guard makes its calls in it, so a
+    # handoff continues the same signed history and every check (order rules, taint) sees what
+    # each agent read and did.
+    first_guard = Guard.for_agent(agent, names[0], client=client, settings=settings, facts=facts)
+    guards = {names[0]: first_guard}
+    for name in names[1:]:
+        guards[name] = first_guard.handoff(name)
     file_settings = agent.file.other.get("settings") or {}
     routers = {
         name: Router(
@@ -347,7 +362,7 @@ def build_stalwart_graph(
         return None
 
     def results() -> list[dict[str, Any]]:
-        return [entry for g in guards.values() for entry in g.ran]
+        return list(first_guard.ran)  # the conversation's, shared by every agent's guard
 
     def say(text: str) -> AIMessage:
         return AIMessage(content=text)
@@ -455,7 +470,7 @@ def build_stalwart_graph(
                         continue
                     # Not a tool of this agent: the check refuses it (unknown_tool) and the model
                     # is told why; nothing runs and no step of the graph is taken.
-                    check = guard.check(call["name"], dict(call.get("args") or {}))
+                    check = guard.check(call["name"], dict(call.get("args") or {}), **_run_ids())
                     refused = Outcome(
                         REFUSED if check.decision == "refuse" else check.decision,
                         call["name"],
@@ -505,7 +520,9 @@ def build_stalwart_graph(
         def node(state: Mapping[str, Any]) -> dict[str, Any]:
             st = state_of(state)
             call = st["call"]
-            check = guard.check(tool, call["arguments"], origins=call["origins"] or None)
+            check = guard.check(
+                tool, call["arguments"], origins=call["origins"] or None, **_run_ids()
+            )
             if check.decision == "allow":
                 return {"stalwart": {**st, "next": step(name, "tool", tool)}}
             if check.decision == "confirm" and _has(name, "human", tool):
@@ -533,7 +550,8 @@ def build_stalwart_graph(
             st = state_of(state)
             call = st["call"]
             pending = st.get("pending") or {}
-            answer = interrupt({**pending.get("prompt", {}), "run": _run_ids()})
+            prompt = dict(pending.get("prompt") or {})
+            answer = interrupt({**prompt, "run": {**dict(prompt.get("run") or {}), **_run_ids()}})
             from stalwart_agents.guarded import _yes
 
             approved, _ = _yes(answer)
@@ -562,9 +580,9 @@ def build_stalwart_graph(
                     origins=origins,
                     approval=pending.get("approval"),
                 )
-                outcome = guard.resume(waiting, answer)
+                outcome = guard.resume(waiting, answer, **_run_ids())
             else:
-                outcome = guard.call_with(tool, call["arguments"], origins=origins)
+                outcome = guard.call_with(tool, call["arguments"], origins=origins, **_run_ids())
             st["call"] = None
             if outcome.status == RAN:
                 text = result_text(outcome.result)
@@ -661,7 +679,7 @@ def langchain_tools(guard: Guard, catalogue: Mapping[str, Any]) -> list[Any]:
     with `StalwartMiddleware(guard)` or `StalwartToolNode(..., guard=guard)` in front of them."""
     from langchain_core.tools import StructuredTool
 
-    reach = (catalogue.get("agents") or {}).get(guard.session.agent) or {}
+    reach = (catalogue.get("agents") or {}).get(guard.agent) or {}
     names = reach.get("tools") or [t.get("name") for t in catalogue.get("tools", [])]
     made = []
     for spec in catalogue.get("tools", []):

@@ -20,6 +20,10 @@ agent does not have answered to the model by the check (`unknown_tool`) instead 
 Against the console (`STALWART_URL`), the approval comes from the approvals queue: a resumed call
 waits for it (`wait_for_approval`).
 
+Every decision carries the run's trace id and group id as its run and thread ids (`tools.ids`). A
+handoff is another agent's `StalwartTools` over `guard.handoff(name)`: the same session and signed
+history. `Runner.run_streamed` goes through the same hooks.
+
 Framework imports live only in this module: the core SDK never needs the Agents SDK.
 """
 
@@ -65,6 +69,21 @@ def _turns(given: Any) -> list[str]:
     return turns
 
 
+def _trace_ids() -> dict[str, str]:
+    """The current trace's id (the run) and group id (the conversation), where a trace records."""
+    from agents.tracing import get_current_trace
+
+    trace = get_current_trace()
+    ids: dict[str, str] = {}
+    trace_id = getattr(trace, "trace_id", None)
+    if isinstance(trace_id, str) and trace_id and trace_id != "no-op":
+        ids["run_id"] = trace_id
+    group = getattr(trace, "group_id", None)
+    if isinstance(group, str) and group:
+        ids["thread_id"] = group
+    return ids
+
+
 class StalwartTools:
     """The guarded `FunctionTool`s of one guard's agent, and the hooks they share.
 
@@ -86,8 +105,11 @@ class StalwartTools:
         # The check `needs_approval` made, reused by the guardrail for the same call at the same
         # point of the conversation (nothing ran in between, no new outside content).
         self._checked: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        # The ids `run_config(trace_id=..., group_id=...)` was given: a run with tracing off
+        # still names its run and conversation with them.
+        self._config_ids: dict[str, str] = {}
         tools = {t["name"]: t for t in catalogue.get("tools", []) if isinstance(t, Mapping)}
-        reach = (catalogue.get("agents") or {}).get(guard.session.agent) or {}
+        reach = (catalogue.get("agents") or {}).get(guard.agent) or {}
         wanted = list(names) if names is not None else list(reach.get("tools") or tools)
         self.tools: list[FunctionTool] = [
             self._tool(tools[name]) for name in wanted if name in tools and name in self.functions
@@ -98,14 +120,14 @@ class StalwartTools:
     def _tool(self, spec: Mapping[str, Any]) -> FunctionTool:
         name = str(spec["name"])
 
-        async def needs_approval(_ctx: Any, params: dict[str, Any], call_id: str) -> bool:
-            return self._needs_approval(name, params, call_id)
+        async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            return self._needs_approval(name, params, call_id, self.ids(ctx))
 
         async def invoke(ctx: Any, text: str) -> str:
-            return self._invoke(name, text, getattr(ctx, "tool_call_id", ""))
+            return self._invoke(name, text, getattr(ctx, "tool_call_id", ""), self.ids(ctx))
 
         def guardrail(data: Any) -> ToolGuardrailFunctionOutput:
-            return self._guardrail(name, data.context)
+            return self._guardrail(name, data.context, self.ids(data.context))
 
         return FunctionTool(
             name=name,
@@ -121,8 +143,21 @@ class StalwartTools:
         text = json.dumps(params, sort_keys=True, default=str)
         return (tool, text, len(self.guard.ran), len(self.guard.labels))
 
-    def _needs_approval(self, tool: str, params: Mapping[str, Any], call_id: str) -> bool:
-        check = self.guard.check(tool, params)
+    def ids(self, ctx: Any = None) -> dict[str, str]:
+        """The run and thread ids of a call: the trace's id and group id (the current trace's,
+        else the run's `RunConfig`'s, else those `run_config(...)` was given)."""
+        ids = dict(self._config_ids)
+        config = getattr(ctx, "run_config", None)
+        for name, field in (("run_id", "trace_id"), ("thread_id", "group_id")):
+            value = getattr(config, field, None)
+            if isinstance(value, str) and value:
+                ids[name] = value
+        return {**ids, **_trace_ids()}
+
+    def _needs_approval(
+        self, tool: str, params: Mapping[str, Any], call_id: str, ids: Mapping[str, str]
+    ) -> bool:
+        check = self.guard.check(tool, params, **ids)
         self._checked[call_id] = (self._point(tool, params), check)
         if check.decision != "confirm":
             return False
@@ -140,7 +175,9 @@ class StalwartTools:
         )
         return True
 
-    def _guardrail(self, tool: str, ctx: Any) -> ToolGuardrailFunctionOutput:
+    def _guardrail(
+        self, tool: str, ctx: Any, ids: Mapping[str, str]
+    ) -> ToolGuardrailFunctionOutput:
         call_id = getattr(ctx, "tool_call_id", "")
         arguments = _arguments(getattr(ctx, "tool_arguments", None))
         if arguments is None:
@@ -151,7 +188,7 @@ class StalwartTools:
             return ToolGuardrailFunctionOutput.allow()
         point, check = self._checked.pop(call_id, (None, None))
         if check is None or point != self._point(tool, arguments):
-            check = self.guard.check(tool, arguments)
+            check = self.guard.check(tool, arguments, **ids)
         if check.decision == "refuse":
             refused = Outcome(REFUSED, tool, arguments, reasons=tuple(check.reasons))
             return ToolGuardrailFunctionOutput.reject_content(
@@ -159,7 +196,7 @@ class StalwartTools:
             )
         return ToolGuardrailFunctionOutput.allow(output_info={"decision": check.decision})
 
-    def _invoke(self, tool: str, text: str, call_id: str) -> str:
+    def _invoke(self, tool: str, text: str, call_id: str, ids: Mapping[str, str]) -> str:
         arguments = _arguments(text)
         if arguments is None:
             return f"Stalwart refused `{tool}`: its arguments are not a JSON object. Nothing ran."
@@ -169,10 +206,10 @@ class StalwartTools:
             # The SDK only invokes an approved call: the yes is signed for the call shown, and the
             # call as invoked is checked with it (different arguments: token_mismatch).
             outcome = self.guard.resume(
-                pending, {"approved": True, "arguments": arguments}, function=function
+                pending, {"approved": True, "arguments": arguments}, function=function, **ids
             )
         else:
-            outcome = self.guard.call_with(tool, arguments, function=function)
+            outcome = self.guard.call_with(tool, arguments, function=function, **ids)
         if outcome.status == RAN:
             return result_text(outcome.result)
         return outcome.message
@@ -205,9 +242,12 @@ class StalwartTools:
         def formatter(args: Any) -> str | None:
             if getattr(args, "kind", None) != "tool_not_found":
                 return None
-            check = self.guard.check(str(args.tool_name), {})
+            check = self.guard.check(str(args.tool_name), {}, **self.ids())
             outcome = Outcome(REFUSED, str(args.tool_name), {}, reasons=tuple(check.reasons))
             return outcome.message
 
         options.setdefault("tool_not_found_behavior", "return_error_to_model")
+        for name, field in (("run_id", "trace_id"), ("thread_id", "group_id")):
+            if isinstance(options.get(field), str) and options[field]:
+                self._config_ids[name] = options[field]
         return RunConfig(tool_error_formatter=formatter, **options)

@@ -54,7 +54,7 @@ from router.engine.said import leaves, same_value
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
 #: What a check takes beside the call itself.
-OPTIONS = ("context", "token", "checks", "usage", "now", "cost")
+OPTIONS = ("context", "token", "checks", "usage", "now", "cost", "run")
 SAID_DEFAULT = {"s1_veto": "confirm", "s2_veto": "confirm", "confirm_read": "confirm"}
 #: How much each origin is trusted: a claim may only lower an origin, never raise it.
 TRUST = {"typed": 2, "tool": 1, "outside": 0, "model": 0}
@@ -70,6 +70,51 @@ class RuntimeError_(Exception):
 
 class SettingsRefused(RuntimeError_):
     """Settings the runtime cannot run with; the message names the setting."""
+
+
+# -- a framework's run and thread ----------------------------------------------------------------
+
+#: The ids a framework door gives with a call (LangGraph's run id and `thread_id`, the Agents SDK's
+#: trace id and group id): shown with the decision, never read by a check.
+FRAMEWORK_IDS = ("run_id", "thread_id")
+FRAMEWORK_ID_MAX = 128
+
+
+class FrameworkIdsInvalid(RuntimeError_):
+    """Framework ids that cannot be kept; `errors` maps each field path (`run.run_id`) to why."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{path}: {why}" for path, why in sorted(self.errors.items())))
+
+
+def framework_ids(raw: Any) -> dict[str, str]:
+    """The framework's run and thread ids of a call, checked: `{"run_id": ..., "thread_id": ...}`,
+    each a printable string of at most 128 characters (empty or absent: not given).
+    `FrameworkIdsInvalid` names every field that is wrong."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise FrameworkIdsInvalid({"run": "a mapping of run_id and thread_id"})
+    errors: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for name, value in raw.items():
+        path = f"run.{str(name)[:40]}"
+        if name not in FRAMEWORK_IDS:
+            errors[path] = "not a framework id: give run_id or thread_id"
+        elif value is None or value == "":
+            continue
+        elif not isinstance(value, str):
+            errors[path] = "must be a string"
+        elif len(value) > FRAMEWORK_ID_MAX:
+            errors[path] = f"at most {FRAMEWORK_ID_MAX} characters"
+        elif not value.isprintable():
+            errors[path] = "printable characters only"
+        else:
+            ids[str(name)] = value
+    if errors:
+        raise FrameworkIdsInvalid(errors)
+    return ids
 
 
 # -- wiring, shared per content ----------------------------------------------------------------
@@ -561,9 +606,12 @@ class RuntimeSession:
         return merged
 
     def call_of(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> dict[str, Any]:
+        """The call as the check reads it; `agent` names the agent making it where one session
+        holds a conversation across agents (a handoff continues the same signed history)."""
         call: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
-        if self.agent:
-            call["agent"] = self.agent
+        agent = given.get("agent") or self.agent
+        if agent:
+            call["agent"] = agent
         for name in ("origins", "labels", "compensation_of", "plan", "plan_token", "plan_step"):
             if given.get(name) is not None:
                 call[name] = given[name]
@@ -580,11 +628,14 @@ class RuntimeSession:
         now: Any = None,
         turns: Sequence[str] | None = None,
         cost: Any = None,
+        run: Mapping[str, Any] | None = None,
     ) -> Decision:
         """Decide a call (a tool-call mapping): the one place every door's check goes through.
 
         `turns` stands in for the person's turns (the undo's compensations, which the runtime
-        sends on its own, are read against none)."""
+        sends on its own, are read against none); `run` the framework's run and thread ids
+        (`framework_ids`), shown in the decision's `detail.run`."""
+        ids = framework_ids(run)
         call = dict(call)
         if self.agent:
             call.setdefault("agent", self.agent)
@@ -600,6 +651,10 @@ class RuntimeSession:
             now=now,
             cost=cost,
         )
+        if ids:
+            decision = Decision(
+                decision.decision, decision.reasons, {**decision.detail, "run": ids}, decision.rule
+            )
         if decision.decision == CONFIRM:
             ident = f"local-{next(self._ids)}"
             self.pending[ident] = Pending(ident, call, decision)
@@ -781,7 +836,7 @@ class RuntimeSession:
             write=known is None or known.kind != "read",
             tenant=self.tenant,
             session=self.history.session,
-            agent=self.agent,
+            agent=str(call.get("agent") or self.agent),
             user=user,
             authorize=authorize,
         )
@@ -789,6 +844,8 @@ class RuntimeSession:
             if not outcome.pop("suppressed", False):
                 self.record_call(call, outcome["result"], cost=cost)
             outcome["reasons"] = list(decision.reasons)
+            if decision.detail.get("run"):
+                outcome["detail"] = {"run": dict(decision.detail["run"])}
             return outcome
         return self._undo_into(outcome)
 

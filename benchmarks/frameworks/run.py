@@ -9,6 +9,9 @@ the tool input guardrail, `on_invoke_tool` -- guarded (`StalwartTools`), beside 
 `FunctionTool`'s `on_invoke_tool` calling the same function. A whole `Runner.run` with a scripted
 model (one tool call, one reply) is timed too, guarded and not, for scale.
 
+Every guarded call carries the framework's run and thread ids (LangGraph's `configurable`, the
+Agents SDK's trace and group ids), as a real run does.
+
 Each figure is taken in 3 rounds and the round with the lowest p99 is shown (the machine is shared);
 "added" is guarded minus unguarded at the same percentile. The session's history grows by one entry
 per guarded call; a fresh guard (a new conversation) is opened every 100 calls, since the
@@ -123,6 +126,10 @@ def langgraph_figures(calls: int) -> dict[str, tuple[float, float]]:
         tool_calls=[{"name": "get_order", "args": {"order_id": "4411"}, "id": "c1"}],
     )
     state = {"messages": [turn, emitted]}
+    # Both sides run with the framework's ids, as a real graph does: the guarded side sends them
+    # with every decision (`detail.run`, checked: bounded printable strings).
+    config = {"configurable": {"thread_id": "bench-thread", "run_id": "bench-run"}}
+    ids = {"thread_id": "bench-thread", "run_id": "bench-run"}
 
     def graph_of(node: Any) -> Any:
         graph = StateGraph(MessagesState)
@@ -134,12 +141,12 @@ def langgraph_figures(calls: int) -> dict[str, tuple[float, float]]:
     plain = graph_of(ToolNode([tool]))
 
     def unguarded() -> Callable[[], Any]:
-        return lambda: plain.invoke(state)
+        return lambda: plain.invoke(state, config)
 
     def guarded() -> Callable[[], Any]:
         return _fresh_every(
             lambda: graph_of(StalwartToolNode([tool], guard=Guard.for_agent(agent, "desk"))),
-            lambda graph: graph.invoke(state),
+            lambda graph: graph.invoke(state, config),
         )
 
     figures = {"graph": _pair(unguarded, guarded, calls)}
@@ -161,7 +168,7 @@ def langgraph_figures(calls: int) -> dict[str, tuple[float, float]]:
 
     def wrapped() -> Callable[[], Any]:
         return _fresh_every(
-            lambda: Guard.for_agent(agent, "desk"),
+            lambda: Guard.for_agent(agent, "desk", run=ids),
             lambda guard: guarded_tool_call(guard, request, handler),
         )
 
@@ -212,7 +219,8 @@ def agents_figures(calls: int, runs: int) -> dict[str, tuple[float, float]]:
             context = ctx
 
         def make() -> Any:
-            tools = StalwartTools(Guard.for_agent(agent, "desk"), agent.catalogue())
+            guard = Guard.for_agent(agent, "desk", run={"run_id": "trace_b", "thread_id": "g"})
+            tools = StalwartTools(guard, agent.catalogue())
             return next(t for t in tools.tools if t.name == "get_order")
 
         async def hooks(tool: Any) -> Any:
@@ -240,7 +248,9 @@ def agents_figures(calls: int, runs: int) -> dict[str, tuple[float, float]]:
         def one(tools: Any) -> Any:
             model = ScriptedModel(("get_order", {"order_id": "4411"}, "c1"), "done")
             sdk = SdkAgent(name="desk", tools=tools.tools, model=model)
-            return run(sdk, tools.run_config(tracing_disabled=True))
+            return run(
+                sdk, tools.run_config(tracing_disabled=True, trace_id="trace_b", group_id="g")
+            )
 
         return _fresh_every(
             lambda: StalwartTools(Guard.for_agent(agent, "desk"), agent.catalogue()), one

@@ -73,6 +73,8 @@ class EventSerializer(serializers.ModelSerializer):
             "rule",
             "detail",
             "is_alert",
+            "run_id",
+            "thread_id",
         ]
 
 

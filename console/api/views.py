@@ -74,6 +74,8 @@ class EventListView(APIView):
                 "rule",
                 "alerts",
                 "after",
+                "run",
+                "thread",
             )
         ],
         responses=EventPageSerializer,

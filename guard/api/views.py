@@ -35,6 +35,8 @@ CHECK_FIELDS = {
     "plan_step",
     "user",
     "cost",
+    "agent",
+    "run",
 }
 RECORD_FIELDS = {
     "tool",
@@ -45,6 +47,7 @@ RECORD_FIELDS = {
     "compensation_of",
     "plan",
     "cost",
+    "agent",
 }
 
 
@@ -183,6 +186,8 @@ EXECUTE_FIELDS = {
     "checks",
     "usage",
     "cost",
+    "agent",
+    "run",
 }
 EFFECT_FIELDS = {
     "tool",
@@ -196,16 +201,20 @@ EFFECT_FIELDS = {
     "failed",
     "blocked",
     "cost",
+    "agent",
+    "run",
 }
 
 
-def _executor(actor, session) -> Executor:  # noqa: ANN001
-    return Executor(actor=actor, session=session, bindings={})
+def _executor(actor, session, data: dict[str, Any]) -> Executor:  # noqa: ANN001
+    return Executor(
+        actor=actor, session=session, bindings={}, run=services.session_run_ids(data.get("run"))
+    )
 
 
 def _call_of(data: dict[str, Any]) -> dict[str, Any]:
     call = {"tool": data.get("tool"), "arguments": data.get("arguments", {})}
-    for name in ("origins", "labels", "compensation_of"):
+    for name in ("origins", "labels", "compensation_of", "agent"):
         if data.get(name) is not None:
             call[name] = data[name]
     return call
@@ -228,7 +237,7 @@ class SessionExecuteView(_DecidesCalls, APIView):
             if data.get(name) is not None and not isinstance(data[name], str):
                 raise ValidationError({name: ["must be a string"]})
         try:
-            outcome = _executor(actor, session).begin(
+            outcome = _executor(actor, session, data).begin(
                 _call_of(data),
                 token=data.get("token"),
                 context=data.get("context"),
@@ -261,7 +270,7 @@ class SessionEffectView(APIView):
             errors["result"] = ["give exactly one of result, failed or blocked"]
         if errors:
             raise ValidationError(errors)
-        outcome = _executor(actor, session).complete(
+        outcome = _executor(actor, session, data).complete(
             _call_of(data),
             key=data.get("key", ""),
             result=data.get("result"),

@@ -61,3 +61,31 @@ def functions(shop, ran):
     return {
         name: counted(name) for name in ("get_order", "charge_card", "read_inbox", "send_receipt")
     }
+
+
+@pytest.fixture
+def two_desks(shop, tmp_path):
+    """The shop with a model behind each desk (`on_unread: model`), so that desk's model can
+    hand the conversation to billing's: the same tools and rulebook, beside a copy of its file."""
+    text = SHOP.read_text(encoding="utf-8")
+    text = text.replace("on_unread: refuse", "on_unread: model").replace(
+        "    tools: [refund_card]",
+        '    tools: [refund_card]\n    on_unread: model\n    model: "anthropic:claude-sonnet-5-5"',
+    )
+    text = text.replace("./policy.co", "./shop/policy.co")
+    (tmp_path / "shop").symlink_to(SHOP.parent, target_is_directory=True)
+    (tmp_path / "agent.yaml").write_text(text, encoding="utf-8")
+    return Agent.from_file(tmp_path / "agent.yaml", verify=False)
+
+
+def noting(owner, name):  # noqa: ANN001, ANN201
+    """Every answer `owner.name(...)` gives from now on, in order (the method still answers)."""
+    answers = []
+    method = getattr(owner, name)
+
+    def noted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        answers.append(method(*args, **kwargs))
+        return answers[-1]
+
+    setattr(owner, name, noted)
+    return answers

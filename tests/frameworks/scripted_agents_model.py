@@ -9,6 +9,8 @@ from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -39,6 +41,10 @@ class ScriptedModel(Model):
         conversation_id=None,  # noqa: ANN001
         prompt=None,  # noqa: ANN001
     ) -> ModelResponse:
+        return ModelResponse(output=self._next(input), usage=Usage(), response_id=None)
+
+    def _next(self, input: Any) -> list[Any]:  # noqa: A002
+        """The output items of the script's next step, noting the input the model was given."""
         self.seen.append(input)
         step = self.steps.pop(0) if self.steps else "done"
         if isinstance(step, str):
@@ -59,10 +65,29 @@ class ScriptedModel(Model):
                     arguments=json.dumps(arguments),
                 )
             ]
-        return ModelResponse(output=output, usage=Usage(), response_id=None)
+        return output
 
-    def stream_response(self, *args: Any, **kwargs: Any):  # noqa: ANN201
-        raise NotImplementedError("the scripted model answers whole responses only")
+    async def stream_response(
+        self,
+        system_instructions,  # noqa: ANN001
+        input,  # noqa: A002, ANN001
+        *args: Any,
+        **kwargs: Any,
+    ):  # noqa: ANN201
+        """`Runner.run_streamed`'s model: the step's whole response as one completed event."""
+        response = Response(
+            id="scripted",
+            created_at=0,
+            model="scripted",
+            object="response",
+            output=self._next(input),
+            tool_choice="auto",
+            tools=[],
+            parallel_tool_calls=False,
+        )
+        yield ResponseCompletedEvent(
+            response=response, type="response.completed", sequence_number=0
+        )
 
     def read(self, text: str) -> bool:
         """Whether any input the model was given holds `text`."""

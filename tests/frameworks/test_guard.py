@@ -49,3 +49,32 @@ def test_without_an_approver_the_confirm_comes_back_with_what_the_person_must_se
     assert set(outcome.prompt) >= {"call", "arguments", "reasons"}
     assert outcome.prompt["arguments"]["amount"]["value"] == 35
     assert [name for name, _ in ran] == ["get_order"]
+
+
+def test_the_frameworks_run_and_thread_ids_are_in_every_decisions_detail(shop, functions, ran):
+    guard = guard_for(shop, functions, run={"thread_id": "thread-7"})
+    ids = {"run_id": "run-3", "thread_id": "thread-7"}
+    outcome = guard.call_with("charge_card", {"order_id": "4411", "amount": 35}, run_id="run-3")
+    assert outcome.status == "confirm"
+    assert outcome.detail["run"] == ids and outcome.prompt["run"] == ids
+    ran_now = guard.call_with("get_order", {"order_id": "4411"}, run_id="run-3")
+    assert ran_now.status == "ran" and ran_now.detail["run"] == ids
+    assert guard.check("send_receipt", {"order_id": "1", "email": "a@b.co"}).detail["run"] == {
+        "thread_id": "thread-7"
+    }
+
+
+@pytest.mark.parametrize(
+    ("ids", "field"),
+    [({"run_id": "r" * 129}, "run.run_id"), ({"thread_id": "a\x00b"}, "run.thread_id")],
+)
+def test_framework_ids_that_are_not_bounded_strings_are_refused_by_field(
+    shop, functions, ran, ids, field
+):
+    from stalwart_agents.client import RequestRefused
+
+    guard = guard_for(shop, functions)
+    with pytest.raises(RequestRefused) as refused:
+        guard.call_with("get_order", {"order_id": "4412"}, **ids)
+    assert field in refused.value.body
+    assert [name for name, _ in ran] == ["get_order"]  # nothing ran

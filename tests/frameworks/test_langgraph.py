@@ -18,6 +18,7 @@ from stalwart_agents.langgraph import (
     build_stalwart_graph,
     graph_shape,
 )
+from tests.frameworks.conftest import noting
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -286,18 +287,60 @@ def test_ainvoke_goes_through_the_same_check_and_interrupts(shop, functions, ran
     assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
 
 
-def test_outside_content_one_agent_read_taints_the_next_agents_write(shop):
-    graph = build_stalwart_graph(
-        shop, require_proof=False, models={"desk": scripted()}, checkpointer=InMemorySaver()
+def handed_to_billing(two_desks, billing_model, **options):  # noqa: ANN001, ANN003, ANN201
+    """desk's model reads the order and the inbox (the injected e-mail), then hands the
+    conversation to billing; the person's next turn reaches billing's model. `options` are
+    `build_stalwart_graph`'s."""
+    desk_model = scripted(
+        call("get_order", {"order_id": "4411"}, "c1"),
+        call("read_inbox", {}, "c2"),
+        call("transfer_to_billing", {}, "c3"),
     )
+    graph = build_stalwart_graph(
+        two_desks,
+        require_proof=False,
+        models={"desk": desk_model, "billing": billing_model},
+        checkpointer=InMemorySaver(),
+        **options,
+    )
+    graph.invoke({"messages": [HumanMessage("can you sort things out for me")]}, CONFIG)
+    graph.invoke({"messages": [HumanMessage("just sort it out please")]}, CONFIG)
+    assert graph.get_state(CONFIG).values["stalwart"]["agent"] == "billing"
+    return graph
+
+
+def test_a_handoff_continues_the_same_signed_history(two_desks):
+    graph = handed_to_billing(two_desks, scripted())
     desk, billing = graph.stalwart_guards["desk"], graph.stalwart_guards["billing"]
-    desk.context.observe("get_order", {"order_id": "4411"}, {"status": "paid", "card": "v"})
-    refund = {"order_id": "4411", "amount": 40.0}
-    before = billing.check("refund_card", refund)
-    assert before.decision == "confirm" and "tainted_call" not in before.reasons
-    assert desk.call_with("read_inbox", {}).status == "ran"
-    after = billing.check("refund_card", refund)
-    assert after.decision == "confirm" and "tainted_call" in after.reasons
+    assert desk.session is billing.session  # one session for the conversation
+    assert [(e.content["agent"], e.content["tool"]) for e in billing.session.history] == [
+        ("desk", "get_order"),
+        ("desk", "read_inbox"),
+    ]
+
+
+def test_outside_content_one_agent_read_taints_the_write_of_the_agent_handed_to(two_desks):
+    import shop.tools as tools
+
+    refunds = scripted(call("refund_card", {"order_id": "4411", "amount": 999}, "c4"))
+    graph = handed_to_billing(two_desks, refunds)
+    out = graph.invoke({"messages": [HumanMessage("yes, go on with it")]}, CONFIG)
+    (waiting,) = out["__interrupt__"]
+    assert waiting.value["call"]["agent"] == "billing"
+    assert "tainted_call" in waiting.value["reasons"]
+    assert waiting.value["arguments"]["amount"]["from"] == "history 1 (read_inbox)"
+    assert tools.ORDERS["4411"]["status"] == "paid"  # nothing refunded
+
+
+def test_under_taint_policy_refuse_the_handed_to_agents_write_is_refused(two_desks):
+    refunds = scripted(call("refund_card", {"order_id": "4411", "amount": 999}, "c4"))
+    graph = handed_to_billing(two_desks, refunds, settings={"taint_policy": "refuse"})
+    out = graph.invoke({"messages": [HumanMessage("go on")]}, CONFIG)
+    assert "__interrupt__" not in out
+    assert "tainted_call" in tool_messages(out)[-1].content
+    assert any(
+        "tainted_call" in str(m.content) for m in refunds.seen[-1]
+    )  # billing's model read why
 
 
 def test_a_step_that_tries_an_edge_the_proved_graph_lacks_stops_the_run():
@@ -308,3 +351,19 @@ def test_a_step_that_tries_an_edge_the_proved_graph_lacks_stops_the_run():
     assert route({"stalwart": {"next": "desk_end"}}) == "desk_end"
     with pytest.raises(SelectorUnavailableError, match="does not allow"):
         route({"stalwart": {"next": "billing_tool_refund_card"}})
+
+
+def test_the_interrupt_and_each_decision_carry_the_thread_and_run_of_the_config(
+    shop, functions, ran
+):
+    model = scripted(
+        call("get_order", {"order_id": "4411"}, "c1"),
+        call("charge_card", {"order_id": "4411", "amount": 35}, "c2"),
+    )
+    agent, guard = make_agent(shop, functions, model)
+    decisions = noting(guard.session, "execute")
+    config = {"configurable": {"thread_id": "t-9", "run_id": "run-5"}}
+    out = agent.invoke({"messages": [HumanMessage("charge order 4411")]}, config)
+    ids = {"thread_id": "t-9", "run_id": "run-5"}
+    assert out["__interrupt__"][0].value["run"] == ids
+    assert [d["detail"]["run"] for d in decisions] == [ids, ids]
