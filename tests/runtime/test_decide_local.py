@@ -364,3 +364,38 @@ def test_local_deciding_needs_the_consoles_url_and_the_public_key():
         Client(url="", api_key="k", decide="local", bundle_key="ed25519:AAAA")
     with pytest.raises(ValueError, match="console or local"):
         Client(url="http://127.0.0.1:9", decide="somewhere")
+
+
+def test_an_old_bundle_replayed_refreshes_nothing_and_the_session_fails_closed(console):  # noqa: ANN001
+    from console.models import SessionHold
+
+    proxy = ConsoleProxy(console["url"])
+    with local_client(console, url=proxy.url, max_age=1.5) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        old = client.feed("assistant")
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        import json
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{console['url']}/v1/bundle?agent=assistant",
+            headers={"Authorization": f"Bearer {console['key']}"},
+        )
+        with urllib.request.urlopen(request) as answer:  # noqa: S310 - the live console
+            captured = json.loads(answer.read())
+        # From now on whoever sits between the runtime and the console answers with the bundle
+        # signed before the hold: it verifies, and is not newer than what the runtime holds.
+        proxy.tamper = lambda _: captured
+        SessionHold.objects.create(
+            organisation=console["organisation"], agent="assistant", session=session.id, reason="x"
+        )
+
+        def refused() -> bool:
+            try:
+                session.check_tool_call("get_order", {"order_id": "A1"})
+            except SelectorUnavailableError:
+                return True
+            return False
+
+        until(refused, 3.0)
+        assert old.version == captured["version"]
