@@ -1,0 +1,182 @@
+"""Checks decided in the agent's process: a session connected to a console (`decide="local"`)
+against a `LocalSession`, in the same run, p50 and p99 per check.
+
+Setup: the console as `benchmarks.http` runs it (its own PostgreSQL database and Redis database,
+production settings, gunicorn on a port the OS gave, 2 workers), seeded with the shop's 30-tool
+billing catalogue and rulebook. This process opens one connected session (which fetches the signed
+bundle, verifies it, and keeps following it with a long-poll thread) and one local session over
+the same content, and checks the same calls in both, one session after the other for each call
+so that both meet the same load:
+
+- `refund_card` that the rulebook refuses (`order_paid` false), with typed origins;
+- `lookup_7`, a read the tool check allows.
+
+The target: the connected session's p99 within 2x of the local session's. Run:
+`python -m benchmarks.runtime [--quick]`; `make bench-runtime`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.http.run import (
+    ROOT,
+    _environment,
+    _flush_redis,
+    _free_port,
+    _recreate_database,
+    _wait_ready,
+)
+
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_runtime"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
+CALLS = {
+    "refund (refused by the rulebook)": (
+        "refund_card",
+        {"order_id": "4411", "amount": 40.0},
+        {"order_id": "typed", "amount": "typed"},
+        {"order_paid": False},
+    ),
+    "read (allowed)": ("lookup_7", {"id": "r-7", "limit": 5}, {"id": "typed"}, None),
+}
+
+
+def _figures(samples: list[int]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50": statistics.median(ordered) / 1000,
+        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1000,
+        "n": len(ordered),
+    }
+
+
+def measure(url: str, key: str, public: str, checks: int) -> dict[str, dict[str, dict]]:
+    """p50/p99 in microseconds per call and per session kind (`local`, `connected`)."""
+    from benchmarks.http.seed import catalogue
+    from stalwart_agents import Client, runtime
+
+    data, record = catalogue()
+    sealed, sealed_record = runtime.seal(data), runtime.seal(record)
+    local = Client(url="").session("billing", catalogue=sealed, rulebook=sealed_record)
+    with Client(url=url, api_key=key, decide="local", bundle_key=public) as client:
+        connected = client.session("billing", catalogue=sealed, rulebook=sealed_record)
+        sessions = {"local": local, "connected": connected}
+        for session in sessions.values():
+            session.read("estorne 40 do pedido 4411")
+        results: dict[str, dict[str, dict]] = {}
+        for name, (tool, arguments, origins, context) in CALLS.items():
+            samples: dict[str, list[int]] = {kind: [] for kind in sessions}
+            answers: dict[str, set] = {kind: set() for kind in sessions}
+            for i in range(checks + checks // 10):
+                for kind, session in sessions.items():
+                    began = time.perf_counter_ns()
+                    check = session.check_tool_call(
+                        tool, arguments, origins=origins, context=context
+                    )
+                    took = time.perf_counter_ns() - began
+                    if i >= checks // 10:  # the first tenth warms up
+                        samples[kind].append(took)
+                    answers[kind].add((check.decision, tuple(check.reasons)))
+            if answers["local"] != answers["connected"]:
+                raise SystemExit(f"{name}: the sessions disagree: {answers}")
+            results[name] = {
+                **{kind: _figures(values) for kind, values in samples.items()},
+                "answer": sorted(answers["local"]),
+            }
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE),
+    )
+    parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS))
+    parser.add_argument("--checks", type=int, default=20_000, help="checks per call and session")
+    parser.add_argument("--quick", action="store_true", help="2,000 checks per figure")
+    args = parser.parse_args(argv)
+    checks = 2_000 if args.quick else args.checks
+
+    var = tempfile.mkdtemp(prefix="stalwart-bench-runtime-")
+    env = _environment(args.database_url, args.redis_url, var)
+    _recreate_database(args.database_url)
+    _flush_redis(args.redis_url)
+    python = sys.executable
+    subprocess.run(
+        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    seeded = json.loads(
+        subprocess.run(
+            [python, "-m", "benchmarks.runtime.seed"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    port = _free_port()
+    log = Path(var) / "gunicorn.log"
+    with log.open("a") as out:
+        server = subprocess.Popen(
+            [
+                python,
+                "-m",
+                "gunicorn",
+                "-c",
+                "python:console.gunicorn",
+                "console.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_ready(port, server)
+        before = os.getloadavg()
+        results = measure(f"http://127.0.0.1:{port}", seeded["key"], seeded["public_key"], checks)
+        after = os.getloadavg()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {'/'.join(f'{x:.1f}' for x in before)} before, "
+        f"{'/'.join(f'{x:.1f}' for x in after)} after, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {checks:,} checks per figure"
+    )
+    print()
+    print(
+        "| call | local p50 µs | local p99 µs | connected p50 µs | connected p99 µs | p99 × local |"
+    )
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for name, figures in results.items():
+        local, connected = figures["local"], figures["connected"]
+        ratio = connected["p99"] / local["p99"]
+        worst = max(worst, ratio)
+        answer = "; ".join(f"{d} {', '.join(r)}" for d, r in figures["answer"])
+        print(
+            f"| {name} | {answer} | {local['p50']:.1f} | {local['p99']:.1f} | {connected['p50']:.1f} | "
+            f"{connected['p99']:.1f} | {ratio:.2f} |"
+        )
+    print()
+    print(f"target p99 within 2x of the local session's: {'met' if worst <= 2 else 'missed'}")
+    return 0
