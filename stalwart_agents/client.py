@@ -235,12 +235,7 @@ class Client:
             answer = self.post("/v1/sessions", body)
             return RemoteSession(self, answer["id"], agent, context=context, tools=tools)
         if isinstance(rulebook, str):
-            from rulebooks import compiler
-
-            try:
-                rulebook = compiler.hold_rulebook(rulebook.encode("utf-8"), filename="policy.co")
-            except compiler.RulebookError as exc:
-                raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+            rulebook = _compiled(rulebook)
         try:
             opened = runtime.open_session(
                 agent,
@@ -296,12 +291,7 @@ class Client:
                 raise RequestRefused(
                     400, {"rulebook": ["this organisation accepts compiled rulebook records only"]}
                 )
-            from rulebooks import compiler
-
-            try:
-                rulebook = compiler.hold_rulebook(rulebook.encode("utf-8"), filename="policy.co")
-            except compiler.RulebookError as exc:
-                raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+            rulebook = _compiled(rulebook)
         sealed = runtime.seal(catalogue)
         sealed_rulebook = runtime.seal(rulebook) if rulebook is not None else None
         controls = connected.BundleControls(
@@ -447,6 +437,16 @@ class Client:
             ) from exc
 
 
+def _compiled(source: str) -> Any:
+    """A Colang source compiled in this process, as the console compiles it."""
+    from rulebooks import compiler
+
+    try:
+        return compiler.hold_rulebook(source.encode("utf-8"), filename="policy.co")
+    except compiler.RulebookError as exc:
+        raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+
+
 def _verify_here(graph: Mapping[str, Any], **given: Any) -> dict[str, Any]:
     """`verify_graph` in this process: the job read as the console reads it, proved here."""
     from proof import jobspec
@@ -553,6 +553,31 @@ class Session:
         thread = threading.Thread(target=wait, daemon=True)
         thread.start()
         return thread
+
+
+def _approval_id(check: Check | Mapping[str, Any] | str) -> str:
+    """The approval a check (or an executor's CONFIRM outcome, or an id) asks for."""
+    if isinstance(check, Mapping):  # an executor's CONFIRM outcome
+        check = str(check.get("approval") or "")
+    ident = check.approval if isinstance(check, Check) else check
+    if not ident:
+        raise ValueError("this check asked for no approval")
+    return str(ident)
+
+
+def _console_answer(client: Client, request_id: str, *, timeout: float, poll: float) -> str:
+    """The token (or grant) of the console's approval request once a person approved it;
+    `ApprovalDenied` when denied or expired, `ApprovalTimeout` when nobody answered in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = client.get(f"/v1/approvals/{request_id}")
+        if answer["status"] == "approved" and answer.get("token"):
+            return str(answer["token"])
+        if answer["status"] in ("denied", "expired"):
+            raise ApprovalDenied(f"the call was {answer['status']}")
+        if time.monotonic() >= deadline:
+            raise ApprovalTimeout(f"no answer to {request_id} within {timeout:g} s")
+        time.sleep(poll)
 
 
 def _check_body(tool, arguments, origins, labels, context, token, **more) -> dict[str, Any]:  # noqa: ANN001
@@ -758,13 +783,9 @@ class LocalSession(Session):
         `ApprovalDenied` on no; with no approver nobody can answer here, so
         `SelectorUnavailableError` is raised and the call is not made.
         """
-        if isinstance(check, Mapping):
-            check = str(check.get("approval") or "")
-        ident = check.approval if isinstance(check, Check) else check
-        if not ident:
-            raise ValueError("this check asked for no approval")
+        ident = _approval_id(check)
         try:
-            token = self.runtime.ask(str(ident))
+            token = self.runtime.ask(ident)
         except runtime.NoApprover as exc:
             raise SelectorUnavailableError(
                 "nobody to put the call to in this process: give the session an approver, or set "
@@ -844,13 +865,8 @@ class ConnectedSession(LocalSession):
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
         if self.runtime.approver is not None:
             return super().wait_for_approval(check, timeout=timeout, poll=poll)
-        if isinstance(check, Mapping):
-            check = str(check.get("approval") or "")
-        ident = check.approval if isinstance(check, Check) else check
-        if not ident:
-            raise ValueError("this check asked for no approval")
         try:
-            pending = self.runtime.request(str(ident))
+            pending = self.runtime.request(_approval_id(check))
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from exc
         at = len(self.runtime.history)
@@ -877,19 +893,13 @@ class ConnectedSession(LocalSession):
                 },
             )
             filed = self._filed[pending.id] = str(answer["id"])
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = self.client.get(f"/v1/approvals/{filed}")
-            if answer["status"] == "approved" and answer.get("token"):
-                break
-            if answer["status"] in ("denied", "expired"):
-                self.runtime.deny(pending.id)
-                raise ApprovalDenied(f"the call was {answer['status']}")
-            if time.monotonic() >= deadline:
-                raise ApprovalTimeout(f"no answer to {filed} within {timeout:g} s")
-            time.sleep(poll)
         try:
-            grant = connected.bundles.verify_grant(answer["token"], self.feed.key)
+            token = _console_answer(self.client, filed, timeout=timeout, poll=poll)
+        except ApprovalDenied:
+            self.runtime.deny(pending.id)
+            raise
+        try:
+            grant = connected.bundles.verify_grant(token, self.feed.key)
         except connected.bundles.BundleRefused as exc:
             raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
         wanted = {
@@ -1094,18 +1104,4 @@ class RemoteSession(Session):
         return self.client.post(f"/v1/sessions/{self.id}/effects", report)
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
-        if isinstance(check, Mapping):  # an executor's CONFIRM outcome
-            check = str(check.get("approval") or "")
-        request_id = check.approval if isinstance(check, Check) else check
-        if not request_id:
-            raise ValueError("this check asked for no approval")
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = self.client.get(f"/v1/approvals/{request_id}")
-            if answer["status"] == "approved" and answer.get("token"):
-                return answer["token"]
-            if answer["status"] in ("denied", "expired"):
-                raise ApprovalDenied(f"the call was {answer['status']}")
-            if time.monotonic() >= deadline:
-                raise ApprovalTimeout(f"no answer to {request_id} within {timeout:g} s")
-            time.sleep(poll)
+        return _console_answer(self.client, _approval_id(check), timeout=timeout, poll=poll)

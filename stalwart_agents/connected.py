@@ -239,7 +239,10 @@ class BundleControls:
             # A new bundle may carry new settings: the session follows them (wirings are shared
             # per content, so this is a lookup unless the settings changed).
             session.wired = runtime.wiring(
-                self.catalogue, key=self.key, rulebook=self.rulebook, settings=self.settings_of(found)
+                self.catalogue,
+                key=self.key,
+                rulebook=self.rulebook,
+                settings=self.settings_of(found),
             )
             self._version = found.version
         return found

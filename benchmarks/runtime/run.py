@@ -18,7 +18,6 @@ The target: the connected session's p99 within 2x of the local session's. Run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -35,6 +34,8 @@ from benchmarks.http.run import (
     _free_port,
     _recreate_database,
     _wait_ready,
+    seed_with,
+    serve,
 )
 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_runtime"
@@ -115,39 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run(
         [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
     )
-    seeded = json.loads(
-        subprocess.run(
-            [python, "-m", "benchmarks.runtime.seed"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    seeded = seed_with(env, "benchmarks.runtime.seed")
     port = _free_port()
     log = Path(var) / "gunicorn.log"
-    with log.open("a") as out:
-        server = subprocess.Popen(
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "-c",
-                "python:console.gunicorn",
-                "console.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "2",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    server = serve(port, 2, env, log)
     try:
         _wait_ready(port, server)
         before = os.getloadavg()

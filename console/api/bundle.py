@@ -96,9 +96,7 @@ class BundleView(APIView):
 
 
 class BundleKeyView(APIView):
-    @extend_schema(
-        operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT
-    )
+    @extend_schema(operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
         """The organisation's bundle public key (`ed25519:<base64>`): configure runtimes with it."""
         actor = actor_for_request(request)

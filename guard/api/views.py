@@ -276,7 +276,9 @@ def _approval_json(item: ApprovalRequest) -> dict[str, Any]:
         "rule": item.rule or None,
         "session": str(item.session.public_id)
         if item.session
-        else (item.detail or {}).get("session") if item.source == "runtime" else None,
+        else (item.detail or {}).get("session")
+        if item.source == "runtime"
+        else None,
         "source": item.source,
         "requested_by": item.requested_by,
         "created_at": item.created_at.isoformat(),

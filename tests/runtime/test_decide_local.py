@@ -81,6 +81,15 @@ def until(predicate, seconds: float) -> float:  # noqa: ANN001
     return time.monotonic() - started
 
 
+def refuses(session: ConnectedSession) -> bool:
+    """Whether a check of the session fails closed now."""
+    try:
+        session.check_tool_call("get_order", {"order_id": "A1"})
+    except SelectorUnavailableError:
+        return True
+    return False
+
+
 def test_a_local_session_decides_as_the_console_decides(console):  # noqa: ANN001
     remote = Client(url=console["url"], api_key=console["key"]).session(
         "assistant", catalogue=inbox_catalogue()
@@ -279,14 +288,7 @@ def test_a_bundle_tampered_in_flight_later_makes_the_running_session_refuse(cons
             organisation=console["organisation"], agent="assistant", session=session.id, reason="x"
         )
 
-        def refused() -> bool:
-            try:
-                session.check_tool_call("get_order", {"order_id": "A1"})
-            except SelectorUnavailableError:
-                return True
-            return False
-
-        until(refused, 2.0)
+        until(lambda: refuses(session), 2.0)
 
 
 def test_an_approval_goes_through_the_consoles_queue_and_its_grant_is_accepted(
@@ -390,12 +392,5 @@ def test_an_old_bundle_replayed_refreshes_nothing_and_the_session_fails_closed(c
             organisation=console["organisation"], agent="assistant", session=session.id, reason="x"
         )
 
-        def refused() -> bool:
-            try:
-                session.check_tool_call("get_order", {"order_id": "A1"})
-            except SelectorUnavailableError:
-                return True
-            return False
-
-        until(refused, 3.0)
+        until(lambda: refuses(session), 3.0)
         assert old.version == captured["version"]
