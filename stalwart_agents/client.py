@@ -862,6 +862,21 @@ class ConnectedSession(LocalSession):
         self.id = session.session
         self._filed: dict[str, str] = {}  # local approval id -> the console's request id
 
+    def evaluate(self, tool: str, arguments: Mapping[str, Any], **call: Any) -> dict[str, Any]:
+        """The firewall's answer from the bundle, for a call of this session's agent
+        (`stage`, `skill`, `destination` as `POST /v1/firewall/evaluate` takes them): the
+        published version that decides, then the bundle's switch and hold. Nothing is recorded;
+        `SelectorUnavailableError` where the bundle cannot answer."""
+        found = self.feed.current()
+        known = self.runtime.wired.catalogue.tools.get(tool)
+        body = {"tool": tool, "arguments": dict(arguments), "agent": self.agent, **call}
+        return connected.firewall_decide(
+            found,
+            body,
+            reads=known is not None and known.kind == "read",
+            session=self.id,
+        )
+
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
         if self.runtime.approver is not None:
             return super().wait_for_approval(check, timeout=timeout, poll=poll)

@@ -205,6 +205,87 @@ class BundleFeed:
                 failures = 0
 
 
+_compiled: dict[str, Any] = {}
+_compiled_lock = threading.Lock()
+
+
+def _policy(found: bundles.Bundle) -> Any:
+    """The bundle's published firewall version, compiled once per version key (a version never
+    changes, so its key names one content), or None when the organisation has none."""
+    from firewall import engine as firewall_engine
+
+    published = found.firewall
+    if published is None:
+        return None
+    key = str(published.get("key"))
+    with _compiled_lock:
+        hit = _compiled.get(key)
+    if hit is None:
+        hit = firewall_engine.compile_policy(
+            {
+                "name": published.get("policy") or "policy",
+                "default_verdict": published.get("default_verdict"),
+                "rules": published.get("rules") or [],
+            }
+        )
+        with _compiled_lock:
+            if len(_compiled) >= 64:
+                _compiled.clear()
+            _compiled[key] = hit
+    return hit
+
+
+def _refused(call: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "verdict": "deny",
+        "decision": "refuse",
+        "rule": None,
+        "rule_id": None,
+        "arguments": dict(call.get("arguments") or {}),
+        "reasons": [reason],
+        "shadow": [],
+        "cap_cost_cents": None,
+        "errors": [],
+    }
+
+
+def firewall_decide(
+    found: bundles.Bundle, call: Mapping[str, Any], *, reads: bool, session: str = ""
+) -> dict[str, Any]:
+    """The firewall's answer to a call from the bundle, as `POST /v1/firewall/evaluate` gives it
+    (nothing recorded, no token spent): the published version, then the tool switched off for
+    the agent (`tool_disabled`) and the session held (a call that is not a read goes to a person,
+    `session_held`). With no published version nothing decides: refused, as on the console."""
+    from firewall import engine as firewall_engine
+
+    agent = str(call.get("agent") or "")
+    try:
+        policy = _policy(found)
+    except firewall_engine.FirewallError:
+        policy, result = None, _refused(call, "policy_invalid")
+    else:
+        result = _refused(call, "no_active_policy")
+    if policy is not None:
+        try:
+            result = policy.evaluate(dict(call)).to_dict()
+        except firewall_engine.FirewallError:
+            result = _refused(call, "policy_invalid")
+    published = found.firewall or {}
+    result["policy"] = published.get("policy")
+    result["policy_version"] = published.get("version")
+    if found.tool_switched(agent, str(call.get("tool") or "")):
+        result = {**_refused(call, "tool_disabled"), "policy": result["policy"]}
+        result["policy_version"] = published.get("version")
+    elif session and result["decision"] == "allow" and not reads and found.held(agent, session):
+        result = {
+            **result,
+            "verdict": "require_approval",
+            "decision": "confirm",
+            "reasons": [*result["reasons"], "session_held"],
+        }
+    return result
+
+
 class BundleControls:
     """The bundle's controls, plugged into a `RuntimeSession` (`runtime.RuntimeSession.controls`)."""
 

@@ -9,7 +9,7 @@ the same content, and checks the same calls in both, one session after the other
 so that both meet the same load:
 
 - `refund_card` that the rulebook refuses (`order_paid` false), with typed origins;
-- `lookup_7`, a read the tool check allows.
+- `lookup_7` of the order the person named, a read the tool check allows.
 
 The target: the connected session's p99 within 2x of the local session's. Run:
 `python -m benchmarks.runtime [--quick]`; `make bench-runtime`.
@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,7 +48,7 @@ CALLS = {
         {"order_id": "typed", "amount": "typed"},
         {"order_paid": False},
     ),
-    "read (allowed)": ("lookup_7", {"id": "r-7", "limit": 5}, {"id": "typed"}, None),
+    "read (allowed)": ("lookup_7", {"id": "4411", "limit": 5}, {"id": "typed"}, None),
 }
 
 
@@ -60,8 +61,11 @@ def _figures(samples: list[int]) -> dict[str, float]:
     }
 
 
-def measure(url: str, key: str, public: str, checks: int) -> dict[str, dict[str, dict]]:
-    """p50/p99 in microseconds per call and per session kind (`local`, `connected`)."""
+def measure(
+    url: str, key: str, public: str, checks: int, env: dict[str, str]
+) -> dict[str, dict[str, dict]]:
+    """p50/p99 in microseconds per call and per session kind (`local`, `connected`), and how
+    long a tool switched off on the console took to reach the connected session."""
     from benchmarks.http.seed import catalogue
     from stalwart_agents import Client, runtime
 
@@ -93,6 +97,25 @@ def measure(url: str, key: str, public: str, checks: int) -> dict[str, dict[str,
                 **{kind: _figures(values) for kind, values in samples.items()},
                 "answer": sorted(answers["local"]),
             }
+        tool, arguments, origins, _ = CALLS["read (allowed)"]
+        seen: list[float] = []
+
+        def watch() -> None:  # checks as the agent would, until the switch refuses the call
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                check = connected.check_tool_call(tool, arguments, origins=origins)
+                if check.reasons == ["tool_disabled"]:
+                    seen.append(time.time())
+                    return
+                time.sleep(0.001)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        committed = seed_with(env, "benchmarks.runtime.seed", "switch", "billing", "lookup_7")
+        watcher.join()
+        if not seen:
+            raise SystemExit("the switch did not reach the runtime within 60 s")
+        results["switch"] = {"seconds": seen[0] - committed["committed_at"]}
     return results
 
 
@@ -123,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _wait_ready(port, server)
         before = os.getloadavg()
-        results = measure(f"http://127.0.0.1:{port}", seeded["key"], seeded["public_key"], checks)
+        results = measure(
+            f"http://127.0.0.1:{port}", seeded["key"], seeded["public_key"], checks, env
+        )
         after = os.getloadavg()
     finally:
         server.terminate()
@@ -136,10 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(
-        "| call | local p50 µs | local p99 µs | connected p50 µs | connected p99 µs | p99 × local |"
+        "| call | answer | local p50 µs | local p99 µs | connected p50 µs | connected p99 µs "
+        "| p99 × local |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     worst = 0.0
+    switch = results.pop("switch")
     for name, figures in results.items():
         local, connected = figures["local"], figures["connected"]
         ratio = connected["p99"] / local["p99"]
@@ -151,4 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     print(f"target p99 within 2x of the local session's: {'met' if worst <= 2 else 'missed'}")
+    print(
+        f"a tool switched off on the console refused by the connected session "
+        f"{switch['seconds'] * 1000:.0f} ms after it committed (target 2 s)"
+    )
     return 0

@@ -394,3 +394,83 @@ def test_an_old_bundle_replayed_refreshes_nothing_and_the_session_fails_closed(c
 
         until(lambda: refuses(session), 3.0)
         assert old.version == captured["version"]
+
+
+def test_the_firewall_decides_from_the_bundle_as_the_console_evaluates(console):  # noqa: ANN001
+    import json
+    import urllib.request
+
+    from console.access import Actor
+    from console.models import Membership, ToolSwitch
+    from firewall import services as firewall_services
+
+    membership = Membership.objects.get(user=console["admin"])
+    actor = Actor(
+        organisation=console["organisation"],
+        role=membership.role,
+        label="user:ada-admin",
+        user_id=console["admin"].pk,
+    )
+    policy = firewall_services.policy_import(
+        actor=actor,
+        data={
+            "name": "main",
+            "default_verdict": "allow",
+            "rules": [
+                {
+                    "priority": 10,
+                    "name": "no shell",
+                    "tool_name_glob": "shell.*",
+                    "verdict": "deny",
+                },
+                {
+                    "priority": 20,
+                    "name": "big refunds",
+                    "tool_name_glob": "refund_card",
+                    "args_match": [{"path": "$.amount", "op": "gt", "value": 100}],
+                    "verdict": "require_approval",
+                },
+            ],
+        },
+    )
+    firewall_services.policy_publish(actor=actor, policy=policy)
+
+    def evaluated(body: dict) -> dict:
+        request = urllib.request.Request(
+            f"{console['url']}/v1/firewall/evaluate",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {console['key']}",
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request) as answer:  # noqa: S310 - the live console
+            return json.loads(answer.read())
+
+    calls = [
+        ("get_order", {"order_id": "A1"}),
+        ("shell.exec", {"command": "ls"}),
+        ("refund_card", {"order_id": "A1", "amount": 500}),
+        ("refund_card", {"order_id": "A1", "amount": 5}),
+    ]
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        for tool, arguments in calls:
+            want = evaluated({"tool": tool, "arguments": arguments, "agent": "assistant"})
+            got = session.evaluate(tool, arguments)
+            fields = ("verdict", "decision", "reasons", "rule", "policy", "policy_version")
+            assert {k: got[k] for k in fields} == {k: want[k] for k in fields}, tool
+        ToolSwitch.objects.create(
+            organisation=console["organisation"], agent="assistant", tool="get_order", reason="x"
+        )
+        until(
+            lambda: (
+                session.evaluate("get_order", {"order_id": "A1"})["reasons"] == ["tool_disabled"]
+            ),
+            2.0,
+        )
+        want = evaluated(
+            {"tool": "get_order", "arguments": {"order_id": "A1"}, "agent": "assistant"}
+        )
+        assert want["reasons"] == ["tool_disabled"]
