@@ -308,7 +308,9 @@ def _answered(actor: Actor, request: ApprovalRequest, status: str, decision: str
         organisation=actor.organisation,
         source="approval",
         decision=decision,
-        session=str(request.session.public_id) if request.session else "",
+        session=str(request.session.public_id)
+        if request.session
+        else str((request.detail or {}).get("session", "")),
         agent=request.agent,
         tool=request.tool,
         stage="tool_call",

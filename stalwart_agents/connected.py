@@ -93,7 +93,7 @@ class BundleFeed:
             found, broken, verified_at = self._bundle, self._broken, self._verified_at
             error = self._error
         if broken is not None:
-            raise _unavailable(f"the console's bundle does not verify: {broken}")
+            raise _unavailable(f"no bundle to decide with: {broken}")
         if found is None:
             raise _unavailable(f"no bundle from the console: {error or 'none fetched yet'}")
         age = self.clock() - verified_at
@@ -150,6 +150,12 @@ class BundleFeed:
         except urllib.error.HTTPError as exc:
             if exc.code == 304:
                 self._stamped(exc.headers.get("Stalwart-Bundle-Stamp"))
+                return
+            if exc.code in (401, 403):
+                # The console withdrew this key's trust (revoked, or no longer a role that
+                # checks calls): nothing decides under it from now on.
+                with self._lock:
+                    self._broken = f"the console refused this key ({exc.code})"
                 return
             self._failed(f"the console answered {exc.code}")
             return

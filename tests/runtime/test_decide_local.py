@@ -474,3 +474,19 @@ def test_the_firewall_decides_from_the_bundle_as_the_console_evaluates(console):
             {"tool": "get_order", "arguments": {"order_id": "A1"}, "agent": "assistant"}
         )
         assert want["reasons"] == ["tool_disabled"]
+
+
+def test_a_revoked_key_stops_the_runtime_at_its_next_look(console, actor_for):  # noqa: ANN001
+    from console import services as console_services
+    from console.models import ApiKey
+
+    with local_client(console, wait=2.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        assert not refuses(session)
+        key = ApiKey.objects.get(prefix=console["key"].split("_")[1])
+        console_services.api_key_revoke(
+            actor=actor_for(console["admin"], console["organisation"]), key=key
+        )
+        until(lambda: refuses(session), 4.0)
+        with pytest.raises(SelectorUnavailableError, match="refused this key"):
+            session.check_tool_call("get_order", {"order_id": "A1"})
