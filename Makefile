@@ -78,7 +78,8 @@ bench: install
 bench-http: install
 	$(PY) -m benchmarks.http
 
-# Checks decided in process from the console's bundle (decide="local") against a LocalSession.
+# Checks decided in process from the console's bundle (decide="local") against a LocalSession,
+# with the console as bench-http runs it (BENCH_DATABASE_URL, BENCH_REDIS_URL: dropped, flushed).
 bench-runtime: install
 	$(PY) -m benchmarks.runtime $(BENCH_ARGS)
 
