@@ -15,7 +15,8 @@ KEPT = ("Content-Type", "ETag", "Stalwart-Bundle-Stamp", "Cache-Control")
 
 
 class ConsoleProxy:
-    """`ConsoleProxy(upstream).url` forwards to `upstream`; `down()` stops it, `tamper` edits."""
+    """`ConsoleProxy(upstream).url` forwards to `upstream`; `down()` stops it, `up()` starts it
+    again on the same address, `tamper` edits."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
@@ -78,11 +79,19 @@ class ConsoleProxy:
 
             do_GET = do_POST = do_PUT = _forward  # noqa: N815
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self._handler = Handler
+        self._start(0)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _start(self, port: int) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler)
+        self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
+
+    def up(self) -> None:
+        """The console is back, on the same address."""
+        self._start(int(self.url.rsplit(":", 1)[1]))
 
     def down(self) -> None:
         """The console goes away: no new connection is taken and every open one is cut."""
