@@ -145,9 +145,11 @@ def bundle_wait(
     """The content once its version is not `held`, or None when `wait` seconds passed first.
 
     Each look reads the rows again outside any transaction, so a hold committed meanwhile is seen
-    by the next look (every `POLL_EVERY` seconds).
+    by the next look (every `POLL_EVERY` seconds). The wait is bounded by `MAX_WAIT` and by the
+    console's own `STALWART_BUNDLE_MAX_WAIT` (a long-poll holds a web thread while it waits).
     """
-    deadline = time.monotonic() + max(0.0, min(wait, MAX_WAIT))
+    longest = float(getattr(django_settings, "STALWART_BUNDLE_MAX_WAIT", MAX_WAIT))
+    deadline = time.monotonic() + max(0.0, min(wait, longest, MAX_WAIT))
     while True:
         content = bundle_content(organisation=organisation, agent=agent)
         if held is None or bundles.version_of(content) != held:

@@ -21,22 +21,29 @@ from .test_runtime_session import inbox_catalogue
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+#: The longest the live console's long-polls wait in these tests: once a test's clients are
+#: closed, what they still have in flight ends within it, before the test database goes.
+CONSOLE_WAIT = 1.0
+
+
 @pytest.fixture
-def console(live_server, admin, organisation, actor_for):  # noqa: ANN001, ANN201
+def console(live_server, admin, organisation, actor_for, settings):  # noqa: ANN001, ANN201
     """The live console's url, an editor key and the organisation's bundle public key."""
     from console import bundles
     from console import services as console_services
 
+    settings.STALWART_BUNDLE_MAX_WAIT = CONSOLE_WAIT
     _, key = console_services.api_key_create(
         actor=actor_for(admin, organisation), name="runtime", role="editor"
     )
-    return {
+    yield {
         "url": live_server.url,
         "key": key,
         "public": bundles.public_key(organisation.pk),
         "organisation": organisation,
         "admin": admin,
     }
+    time.sleep(CONSOLE_WAIT + 0.3)
 
 
 def local_client(console, url: str | None = None, **given) -> Client:  # noqa: ANN001
@@ -79,6 +86,21 @@ def until(predicate, seconds: float) -> float:  # noqa: ANN001
         assert time.monotonic() - started < seconds, f"not within {seconds} s"
         time.sleep(0.02)
     return time.monotonic() - started
+
+
+def closing(function):  # noqa: ANN001, ANN201
+    """`function` for another thread, which closes that thread's database connection after it
+    (else the connection outlives the test and the test database cannot be dropped)."""
+
+    def run() -> None:
+        from django.db import connections
+
+        try:
+            function()
+        finally:
+            connections.close_all()
+
+    return run
 
 
 def refuses(session: ConnectedSession) -> bool:
@@ -124,6 +146,35 @@ def test_the_organisations_settings_decide_a_local_session(console):  # noqa: AN
         session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
         check = session.check_tool_call("refund_card", {"order_id": "A1", "amount": 20})
         assert (check.decision, check.reasons) == ("refuse", ["tainted_call"])
+
+
+def test_a_rulebook_the_console_holds_comes_with_the_bundle(console, actor_for):  # noqa: ANN001
+    from pathlib import Path
+
+    from rulebooks.services import rulebook_upload
+    from stalwart_agents import Agent
+
+    shop = Path(__file__).resolve().parents[2] / "examples" / "shop"
+    rulebook_upload(
+        actor=actor_for(console["admin"], console["organisation"]),
+        name="shop",
+        data=(shop / "policy.co").read_bytes(),
+        filename="policy.co",
+    )
+    desk = Agent.from_file(shop / "agent.yaml")
+    with local_client(console) as client:
+        record = client.rulebook("shop", agent="billing")
+        with pytest.raises(KeyError):
+            client.rulebook("nothing", agent="billing")
+        session = client.session("billing", catalogue=desk.catalogue(), rulebook=record)
+        session.read("estorne 40 do pedido 4411")
+        check = session.check_tool_call(
+            "refund_card",
+            {"order_id": "4411", "amount": 40.0},
+            origins={"order_id": "typed", "amount": "typed"},
+            context={"order_paid": False},
+        )
+        assert check.decision == "refuse"
 
 
 def test_a_hold_raised_on_the_console_stops_the_next_write_within_two_seconds(console):  # noqa: ANN001
@@ -324,7 +375,7 @@ def test_an_approval_goes_through_the_consoles_queue_and_its_grant_is_accepted(
             pages.append(client_for(approver).get("/approvals/").content.decode())
             approve()
 
-        answering = threading.Timer(0.5, approve_on_the_page)
+        answering = threading.Timer(0.5, closing(approve_on_the_page))
         answering.start()
         token = session.wait_for_approval(asked, timeout=20, poll=0.1)
         answering.join()
@@ -348,7 +399,7 @@ def test_an_approval_goes_through_the_consoles_queue_and_its_grant_is_accepted(
             request = ApprovalRequest.objects.get(source="runtime", status="pending")
             client_for(approver).post(f"/v1/approvals/{request.public_id}/deny")
 
-        threading.Timer(0.5, deny).start()
+        threading.Timer(0.5, closing(deny)).start()
         with pytest.raises(ApprovalDenied):
             session.wait_for_approval(second, timeout=20, poll=0.1)
 
@@ -368,7 +419,7 @@ def test_a_grant_for_another_point_of_the_session_is_refused(console, approver, 
             session.record("get_order", {"order_id": "A2"}, {"order_id": "A2"})
             client_for(approver).post(f"/v1/approvals/{request.public_id}/approve")
 
-        threading.Timer(0.5, approve_then_move_on).start()
+        threading.Timer(0.5, closing(approve_then_move_on)).start()
         with pytest.raises(SelectorUnavailableError, match="history_at"):
             session.wait_for_approval(asked, timeout=20, poll=0.1)
 
