@@ -242,17 +242,9 @@ def _policy(found: bundles.Bundle) -> Any:
 
 
 def _refused(call: Mapping[str, Any], reason: str) -> dict[str, Any]:
-    return {
-        "verdict": "deny",
-        "decision": "refuse",
-        "rule": None,
-        "rule_id": None,
-        "arguments": dict(call.get("arguments") or {}),
-        "reasons": [reason],
-        "shadow": [],
-        "cap_cost_cents": None,
-        "errors": [],
-    }
+    from firewall.engine.decision import refused
+
+    return refused(reason, dict(call.get("arguments") or {})).to_dict()
 
 
 def firewall_decide(

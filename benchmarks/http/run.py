@@ -132,6 +132,21 @@ def _drive(
     }
 
 
+def fresh_console(database: str, redis_url: str, var: str) -> dict[str, str]:
+    """The benchmark's own database dropped, created and migrated, its Redis database flushed:
+    the environment its console and seeds run in."""
+    env = _environment(database, redis_url, var)
+    _recreate_database(database)
+    _flush_redis(redis_url)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    return env
+
+
 def seed_with(env: dict[str, str], module: str, *args: str) -> dict[str, Any]:
     """Run a seed module in the benchmark's environment; the JSON line it prints last."""
     done = subprocess.run(
@@ -223,13 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
-    env = _environment(args.database_url, args.redis_url, var)
-    _recreate_database(args.database_url)
-    _flush_redis(args.redis_url)
+    env = fresh_console(args.database_url, args.redis_url, var)
     python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
     subprocess.run(
         [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
         cwd=ROOT,

@@ -21,23 +21,12 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from benchmarks.http.run import (
-    ROOT,
-    _environment,
-    _flush_redis,
-    _free_port,
-    _recreate_database,
-    _wait_ready,
-    seed_with,
-    serve,
-)
+from benchmarks.http.run import _free_port, _wait_ready, fresh_console, seed_with, serve
 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_runtime"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
@@ -132,13 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     checks = 2_000 if args.quick else args.checks
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-runtime-")
-    env = _environment(args.database_url, args.redis_url, var)
-    _recreate_database(args.database_url)
-    _flush_redis(args.redis_url)
-    python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
+    env = fresh_console(args.database_url, args.redis_url, var)
     seeded = seed_with(env, "benchmarks.runtime.seed")
     port = _free_port()
     log = Path(var) / "gunicorn.log"

@@ -210,7 +210,7 @@ def test_a_hold_raised_on_the_console_stops_the_next_write_within_two_seconds(co
         assert "session_held" not in other.check_tool_call("get_order", {"order_id": "A1"}).reasons
 
 
-def test_a_tool_switched_off_and_writes_switched_off_reach_the_runtime(console):  # noqa: ANN001
+def test_a_tool_switched_off_and_writes_switched_off_reach_the_runtime(console, actor_for):  # noqa: ANN001
     from console.models import ToolSwitch
     from guard.executor import write_switch_set
 
@@ -231,17 +231,9 @@ def test_a_tool_switched_off_and_writes_switched_off_reach_the_runtime(console):
         check = session.check_tool_call("get_order", {"order_id": "A1"})
         assert (check.decision, check.reasons) == ("refuse", ["tool_disabled"])
 
-        from console.access import Actor
-        from console.models import Membership
-
-        membership = Membership.objects.get(user=console["admin"])
-        actor = Actor(
-            organisation=console["organisation"],
-            role=membership.role,
-            label="user:ada-admin",
-            user_id=console["admin"].pk,
+        write_switch_set(
+            actor=actor_for(console["admin"], console["organisation"]), tool="", enabled=False
         )
-        write_switch_set(actor=actor, tool="", enabled=False)
         ran: list[str] = []
         blocked = None
 
@@ -461,21 +453,14 @@ def test_an_old_bundle_replayed_refreshes_nothing_and_the_session_fails_closed(c
         assert old.version == captured["version"]
 
 
-def test_the_firewall_decides_from_the_bundle_as_the_console_evaluates(console):  # noqa: ANN001
+def test_the_firewall_decides_from_the_bundle_as_the_console_evaluates(console, actor_for):  # noqa: ANN001
     import json
     import urllib.request
 
-    from console.access import Actor
-    from console.models import Membership, ToolSwitch
+    from console.models import ToolSwitch
     from firewall import services as firewall_services
 
-    membership = Membership.objects.get(user=console["admin"])
-    actor = Actor(
-        organisation=console["organisation"],
-        role=membership.role,
-        label="user:ada-admin",
-        user_id=console["admin"].pk,
-    )
+    actor = actor_for(console["admin"], console["organisation"])
     policy = firewall_services.policy_import(
         actor=actor,
         data={
