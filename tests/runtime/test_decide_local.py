@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -540,3 +541,29 @@ def test_a_revoked_key_stops_the_runtime_at_its_next_look(console, actor_for):  
         until(lambda: refuses(session), 4.0)
         with pytest.raises(SelectorUnavailableError, match="refused this key"):
             session.check_tool_call("get_order", {"order_id": "A1"})
+
+
+def test_a_local_session_may_only_tighten_and_follows_records_only(console):  # noqa: ANN001
+    from console.models import OrganisationSettings
+    from stalwart_agents.client import RequestRefused
+
+    with local_client(console) as client:
+        with pytest.raises(RequestRefused) as refused:
+            client.session(
+                "assistant",
+                catalogue=inbox_catalogue(),
+                settings={"licence_valid_until": "2999-01-01"},
+            )
+        assert list(refused.value.body) == ["settings.licence_valid_until"]
+        with pytest.raises(RequestRefused):
+            client.session(
+                "assistant", catalogue=inbox_catalogue(), settings={"said": {"s1_veto": "loud"}}
+            )
+    OrganisationSettings.objects.update_or_create(
+        organisation=console["organisation"], defaults={"compiled_records_only": True}
+    )
+    source = (Path(__file__).resolve().parents[2] / "examples" / "shop" / "policy.co").read_text()
+    with local_client(console) as client:
+        with pytest.raises(RequestRefused) as refused:
+            client.session("assistant", catalogue=inbox_catalogue(), rulebook=source)
+        assert "compiled rulebook records only" in str(refused.value.body["rulebook"])
