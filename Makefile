@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
 .PHONY: screenshots run test install nemo-env lint check-deploy test-package test-sqlite test-postgres
-.PHONY: soak-broker bench bench-http bench-gateway mutation fuzz clean
+.PHONY: soak-broker bench bench-http bench-runtime bench-gateway mutation fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ bench: install
 # BENCH_DATABASE_URL (a database it drops and creates) and BENCH_REDIS_URL (a db it flushes).
 bench-http: install
 	$(PY) -m benchmarks.http
+
+# Checks decided in process from the console's bundle (decide="local") against a LocalSession,
+# with the console as bench-http runs it (BENCH_DATABASE_URL, BENCH_REDIS_URL: dropped, flushed).
+bench-runtime: install
+	$(PY) -m benchmarks.runtime $(BENCH_ARGS)
 
 # The latency `stalwart gateway` adds to an MCP tools/call (stdio and streamable HTTP), and calls/s.
 bench-gateway: install

@@ -139,6 +139,96 @@ def firewall_request_create(
     )
 
 
+#: What a runtime deciding in the agent's process sends when it files a request.
+RUNTIME_FIELDS = {"agent", "session", "call", "reasons", "origins", "history_at", "user"}
+
+
+def _runtime_request(data: Any) -> dict[str, Any]:
+    """A runtime's request, checked; `ValidationError` naming each field that is wrong."""
+    from firewall.engine.names import name_problem
+
+    if not isinstance(data, dict):
+        raise ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+    errors: dict[str, list[str]] = {
+        name: ["not a field here"] for name in sorted(set(data) - RUNTIME_FIELDS)
+    }
+    agent, session, call = data.get("agent"), data.get("session"), data.get("call")
+    if name_problem(agent) is not None:
+        errors["agent"] = [f"the agent's name: {name_problem(agent)}"]
+    if not isinstance(session, str) or not 0 < len(session) <= 128:
+        errors["session"] = ["the session's id, 1 to 128 characters"]
+    if not isinstance(call, dict):
+        errors["call"] = ["the call as checked: {tool, agent, arguments}"]
+    else:
+        if not isinstance(call.get("tool"), str) or not 0 < len(call["tool"]) <= 200:
+            errors["call.tool"] = ["the tool's name"]
+        if not isinstance(call.get("arguments", {}), dict):
+            errors["call.arguments"] = ["an object"]
+        if call.get("agent") not in (None, agent):
+            errors["call.agent"] = ["the request's agent"]
+    reasons = data.get("reasons", [])
+    if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+        errors["reasons"] = ["a list of reasons"]
+    origins = data.get("origins", {})
+    if not isinstance(origins, dict) or not all(isinstance(o, str) for o in origins.values()):
+        errors["origins"] = ["each argument's origin, as text"]
+    at = data.get("history_at")
+    if isinstance(at, bool) or not isinstance(at, int) or at < 0:
+        errors["history_at"] = ["the length of the session's history when the call was checked"]
+    if not isinstance(data.get("user", ""), str):
+        errors["user"] = ["the person the call is for"]
+    if errors:
+        raise ValidationError(errors)
+    return data
+
+
+@transaction.atomic
+def runtime_request_create(*, actor: Actor, data: Any) -> ApprovalRequest:
+    """Put a call that a runtime deciding in the agent's process holds for a person in the queue.
+
+    The console keeps no history of such a session: the request names the session and the point
+    of its history the call was checked at, and approving it signs a grant for exactly that
+    (`approval_grant`), which the runtime turns into its own token.
+    """
+    require(actor, "guard.check")
+    data = _runtime_request(data)
+    call = {**data["call"], "agent": data["agent"]}
+    return ApprovalRequest.objects.create(
+        organisation=actor.organisation,
+        source="runtime",
+        agent=data["agent"],
+        tool=call["tool"],
+        call=call,
+        origins=dict(data.get("origins") or {}),
+        reasons=list(data.get("reasons") or []),
+        detail={"session": data["session"]},
+        history_at=data["history_at"],
+        **_asked_by(actor),
+        requested_for=str(data.get("user") or "")[:150],
+        expires_at=timezone.now() + _timeout(actor.organisation.pk),
+    )
+
+
+def runtime_grant(request: ApprovalRequest) -> str:
+    """The grant of an approved runtime request, signed with the organisation's bundle key: the
+    call's digest, the session and the point of its history, the request and its expiry."""
+    from console.bundles import signing_key
+    from stalwart_agents import bundle
+
+    return bundle.sign_grant(
+        signing_key(request.organisation_id),
+        {
+            "approval": str(request.public_id),
+            "organisation": request.organisation.slug,
+            "agent": request.agent,
+            "session": str((request.detail or {}).get("session", "")),
+            "call": bundle.call_digest(request.call),
+            "history_at": request.history_at,
+            "expires_at": request.expires_at.timestamp(),
+        },
+    )
+
+
 def shown_arguments(request: ApprovalRequest) -> dict[str, Any]:
     """The call's arguments as people see them: the check's view hides those marked secret, and
     every value (from the check's view or the call) has its credentials redacted, so an approver
@@ -248,7 +338,9 @@ def _answered(actor: Actor, request: ApprovalRequest, status: str, decision: str
         organisation=actor.organisation,
         source="approval",
         decision=decision,
-        session=str(request.session.public_id) if request.session else "",
+        session=str(request.session.public_id)
+        if request.session
+        else str((request.detail or {}).get("session", "")),
         agent=request.agent,
         tool=request.tool,
         stage="tool_call",
@@ -265,7 +357,9 @@ def approval_grant(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest
     _expire_if_due(request)
     with transaction.atomic():
         request = _locked(actor, request)
-        if request.source == "firewall":
+        if request.source == "runtime":
+            request.token = runtime_grant(request)
+        elif request.source == "firewall":
             from firewall.approvals import issue_token
 
             request.token = issue_token(

@@ -94,11 +94,7 @@ def engine_settings(organisation_id: int) -> dict[str, Any]:
     )
 
 
-# What a session may say about itself when it is opened: only what makes the organisation's
-# settings stricter. Anything else (the licence, allowed addresses) is the organisation's alone.
-SESSION_SETTINGS = ("taint_policy", "said", "language", "label_trust", "checks", "token_ttl")
-_MODE_RANK = {"off": 0, "confirm": 1, "refuse": 2}
-_TRUST_RANK = {"outside": 0, "internal": 1, "trusted": 2}
+SESSION_SETTINGS = runtime.SESSION_SETTINGS
 
 
 def session_settings(raw: Any) -> dict[str, Any]:
@@ -128,29 +124,9 @@ def session_settings(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
-def stricter_settings(organisation: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
-    """The organisation's settings made stricter by a session's own (never looser)."""
-    merged = dict(organisation)
-    if own.get("taint_policy") == "refuse":
-        merged["taint_policy"] = "refuse"
-    said = dict(merged.get("said") or runtime.SAID_DEFAULT)
-    for name, mode in (own.get("said") or {}).items():
-        if _MODE_RANK.get(mode, 0) > _MODE_RANK[said.get(name, "confirm")]:
-            said[name] = mode
-    merged["said"] = said
-    if own.get("language"):
-        merged["language"] = own["language"]
-    trust = dict(merged.get("label_trust") or {})
-    for label, level in (own.get("label_trust") or {}).items():
-        if label not in trust or _TRUST_RANK[level] < _TRUST_RANK[trust[label]]:
-            trust[label] = level
-    if trust:
-        merged["label_trust"] = trust
-    if own.get("checks") is not None:
-        merged["checks"] = list(own["checks"])
-    if own.get("token_ttl"):
-        merged["token_ttl"] = min(int(own["token_ttl"]), int(merged.get("token_ttl") or 10**9))
-    return merged
+#: The organisation's settings made stricter by a session's own (the runtime's, shared with the
+#: sessions that decide from a bundle in the agent's process).
+stricter_settings = runtime.stricter_settings
 
 
 def _digest(data: Any) -> str:

@@ -5,6 +5,11 @@ console, which keeps the session's signed history and records each decision as a
 a server the same engine decides in this process, with a key this process holds. The answers are
 the same either way.
 
+With `decide="local"` (or `STALWART_DECIDE=local`) and the organisation's bundle public key
+(`bundle_key=`, `STALWART_BUNDLE_KEY`), a client connected to the console decides in this process
+from the console's signed bundle, at engine speed, and fails closed when the bundle is older than
+`max_age` or does not verify (`stalwart_agents.connected`).
+
 Where the console cannot answer (unreachable, an error), a check raises
 `SelectorUnavailableError`: the call is not made, and nothing falls back to an unchecked call.
 """
@@ -25,7 +30,7 @@ from typing import Any
 from guard import engine
 from guard.engine import execution
 from guard.engine.execution import ExecutionContext
-from stalwart_agents import runtime
+from stalwart_agents import connected, runtime
 
 
 class SelectorUnavailableError(Exception):
@@ -90,16 +95,59 @@ def _facts(context: Context) -> Mapping[str, Any] | None:
     return context() if callable(context) else context
 
 
+DECIDE = ("console", "local")
+
+
 class Client:
-    """`Client()` reads `STALWART_URL` and `STALWART_API_KEY`; use it as a context manager."""
+    """`Client()` reads `STALWART_URL` and `STALWART_API_KEY`; use it as a context manager.
+
+    Against a console, `decide` says where a session's checks are decided: `"console"` (the
+    default: each check is a request to the console, which keeps the history and records the
+    event) or `"local"` (in this process, from the console's signed bundle; needs `bundle_key`,
+    the organisation's public key from `GET /v1/bundle/key`). `max_age` is how old, in seconds
+    since the console last signed it, a bundle may be and still decide; `wait` how long each
+    long-poll for a new bundle waits. Read from `STALWART_DECIDE`, `STALWART_BUNDLE_KEY` and
+    `STALWART_BUNDLE_MAX_AGE` when not given.
+    """
 
     def __init__(
-        self, url: str | None = None, api_key: str | None = None, *, timeout: float = 10.0
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 10.0,
+        decide: str | None = None,
+        bundle_key: str | None = None,
+        max_age: float | None = None,
+        wait: float = connected.WAIT,
     ) -> None:
         self.url = (url if url is not None else os.environ.get("STALWART_URL", "")).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("STALWART_API_KEY", "")
         self.timeout = timeout
         self._key = secrets.token_bytes(32)  # in-process: the runtime's own signing key
+        self.decide = decide if decide is not None else os.environ.get("STALWART_DECIDE", "console")
+        if self.decide not in DECIDE:
+            raise ValueError(f"decide: is console or local, not `{self.decide}`")
+        self.bundle_key = (
+            bundle_key if bundle_key is not None else os.environ.get("STALWART_BUNDLE_KEY", "")
+        )
+        if max_age is None:
+            max_age = float(os.environ.get("STALWART_BUNDLE_MAX_AGE") or connected.MAX_AGE)
+        if not 0 < max_age <= 86_400:
+            raise ValueError("max_age: seconds, more than 0 and at most a day")
+        self.max_age = float(max_age)
+        self.wait = float(wait)
+        if self.decide == "local":
+            if not self.url:
+                raise ValueError("decide=local: needs the console's url (STALWART_URL)")
+            if not self.bundle_key:
+                raise ValueError(
+                    "decide=local: needs the organisation's bundle public key (bundle_key, "
+                    "STALWART_BUNDLE_KEY; GET /v1/bundle/key)"
+                )
+            connected.bundles.VerifyKey(self.bundle_key)  # a key that is not one: refused now
+        self._feeds: dict[str, connected.BundleFeed] = {}
+        self._feeds_lock = threading.Lock()
 
     @property
     def remote(self) -> bool:
@@ -109,7 +157,37 @@ class Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        self.close()
+
+    def close(self) -> None:
+        """Stop following the console's bundles (the threads end after their current request)."""
+        with self._feeds_lock:
+            feeds, self._feeds = list(self._feeds.values()), {}
+        for feed in feeds:
+            feed.close()
+
+    def feed(self, agent: str = "") -> connected.BundleFeed:
+        """The bundle feed of one agent, started on first use (`SelectorUnavailableError` when
+        the first bundle cannot be fetched or does not verify)."""
+        with self._feeds_lock:
+            found = self._feeds.get(agent)
+            if found is None:
+                found = connected.BundleFeed(
+                    self,
+                    agent=agent,
+                    public_key=self.bundle_key,
+                    max_age=self.max_age,
+                    wait=self.wait,
+                )
+                self._feeds[agent] = found
+        return found.start()
+
+    def rulebook(self, name: str, *, agent: str = "") -> dict[str, Any]:
+        """The compiled record of the console's rulebook `name`, from the verified bundle."""
+        found = self.feed(agent).current().rulebooks.get(name)
+        if found is None:
+            raise KeyError(f"the console holds no rulebook `{name}`")
+        return dict(found["record"])
 
     def session(
         self,
@@ -121,6 +199,7 @@ class Client:
         approver: Callable[[Mapping[str, Any]], bool] | None = None,
         context: Context = None,
         tools: Mapping[str, Callable[..., Any]] | None = None,
+        sink: Callable[[dict], None] | None = None,
     ) -> Session:
         """A session of `agent`: the one runtime, in this process or behind the console.
 
@@ -132,7 +211,19 @@ class Client:
         `tools` the functions that run tools (for `execute` and the undo's compensations).
         `catalogue` and `rulebook` may be sealed once (`stalwart_agents.runtime.seal`): sessions
         opened with the same sealed object then cost a lookup, whatever the catalogue's size.
+        `sink(record)` is given one record per decision and per call that ran, in this process.
         """
+        if self.remote and self.decide == "local":
+            return self._connected_session(
+                agent,
+                catalogue=catalogue,
+                rulebook=rulebook,
+                settings=settings,
+                approver=approver,
+                context=context,
+                tools=tools,
+                sink=sink,
+            )
         if self.remote:
             body: dict[str, Any] = {
                 "agent": agent,
@@ -144,12 +235,7 @@ class Client:
             answer = self.post("/v1/sessions", body)
             return RemoteSession(self, answer["id"], agent, context=context, tools=tools)
         if isinstance(rulebook, str):
-            from rulebooks import compiler
-
-            try:
-                rulebook = compiler.hold_rulebook(rulebook.encode("utf-8"), filename="policy.co")
-            except compiler.RulebookError as exc:
-                raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+            rulebook = _compiled(rulebook)
         try:
             opened = runtime.open_session(
                 agent,
@@ -160,10 +246,73 @@ class Client:
                 approver=approver,
                 context=context,
                 tools=dict(tools or {}),
+                sink=sink,
             )
         except (runtime.SettingsRefused, engine.GuardError) as exc:
             raise RequestRefused(400, {"settings": [str(exc)]}) from exc
         return LocalSession(opened)
+
+    def _connected_session(
+        self,
+        agent: str,
+        *,
+        catalogue: Mapping[str, Any],
+        rulebook: Mapping[str, Any] | str | None,
+        settings: Mapping[str, Any] | None,
+        approver: Callable[[Mapping[str, Any]], bool] | None,
+        context: Context,
+        tools: Mapping[str, Callable[..., Any]] | None,
+        sink: Callable[[dict], None] | None,
+    ) -> ConnectedSession:
+        """A session deciding in this process from the console's bundle (`connected.py`)."""
+        feed = self.feed(agent)
+        found = feed.current()
+        own = dict(settings or {})
+        unknown = sorted(set(own) - set(runtime.SESSION_SETTINGS))
+        if unknown:
+            raise RequestRefused(
+                400,
+                {
+                    f"settings.{name}": [
+                        "not a setting a session may give: it is the organisation's (Settings page)"
+                    ]
+                    for name in unknown
+                },
+            )
+        try:  # the session's own settings are checked before they are merged
+            from guard.engine.checks import NAMES
+            from guard.engine.settings import load_settings
+
+            load_settings(runtime.split_settings(own)[0], known_checks=NAMES)
+        except (runtime.SettingsRefused, engine.GuardError, ValueError, TypeError) as exc:
+            raise RequestRefused(400, {"settings": [str(exc)]}) from exc
+        if isinstance(rulebook, str):
+            if found.settings.get("compiled_records_only"):
+                raise RequestRefused(
+                    400, {"rulebook": ["this organisation accepts compiled rulebook records only"]}
+                )
+            rulebook = _compiled(rulebook)
+        sealed = runtime.seal(catalogue)
+        sealed_rulebook = runtime.seal(rulebook) if rulebook is not None else None
+        controls = connected.BundleControls(
+            feed, catalogue=sealed, rulebook=sealed_rulebook, own=own, key=self._key
+        )
+        try:
+            opened = runtime.open_session(
+                agent,
+                catalogue=sealed,
+                key=self._key,
+                rulebook=sealed_rulebook,
+                settings=controls.settings_of(found),
+                approver=approver,
+                context=context,
+                tools=dict(tools or {}),
+                controls=controls,
+                sink=sink,
+            )
+        except (runtime.SettingsRefused, engine.GuardError) as exc:
+            raise RequestRefused(400, {"settings": [str(exc)]}) from exc
+        return ConnectedSession(opened, client=self, feed=feed)
 
     def verify_graph(
         self,
@@ -288,6 +437,16 @@ class Client:
             ) from exc
 
 
+def _compiled(source: str) -> Any:
+    """A Colang source compiled in this process, as the console compiles it."""
+    from rulebooks import compiler
+
+    try:
+        return compiler.hold_rulebook(source.encode("utf-8"), filename="policy.co")
+    except compiler.RulebookError as exc:
+        raise compiler.RulebookNotHeld(f"the rulebook is not held: {exc}") from exc
+
+
 def _verify_here(graph: Mapping[str, Any], **given: Any) -> dict[str, Any]:
     """`verify_graph` in this process: the job read as the console reads it, proved here."""
     from proof import jobspec
@@ -400,6 +559,31 @@ class Session:
         thread = threading.Thread(target=wait, daemon=True)
         thread.start()
         return thread
+
+
+def _approval_id(check: Check | Mapping[str, Any] | str) -> str:
+    """The approval a check (or an executor's CONFIRM outcome, or an id) asks for."""
+    if isinstance(check, Mapping):  # an executor's CONFIRM outcome
+        check = str(check.get("approval") or "")
+    ident = check.approval if isinstance(check, Check) else check
+    if not ident:
+        raise ValueError("this check asked for no approval")
+    return str(ident)
+
+
+def _console_answer(client: Client, request_id: str, *, timeout: float, poll: float) -> str:
+    """The token (or grant) of the console's approval request once a person approved it;
+    `ApprovalDenied` when denied or expired, `ApprovalTimeout` when nobody answered in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = client.get(f"/v1/approvals/{request_id}")
+        if answer["status"] == "approved" and answer.get("token"):
+            return str(answer["token"])
+        if answer["status"] in ("denied", "expired"):
+            raise ApprovalDenied(f"the call was {answer['status']}")
+        if time.monotonic() >= deadline:
+            raise ApprovalTimeout(f"no answer to {request_id} within {timeout:g} s")
+        time.sleep(poll)
 
 
 def _check_body(tool, arguments, origins, labels, context, token, **more) -> dict[str, Any]:  # noqa: ANN001
@@ -623,13 +807,9 @@ class LocalSession(Session):
         `ApprovalDenied` on no; with no approver nobody can answer here, so
         `SelectorUnavailableError` is raised and the call is not made.
         """
-        if isinstance(check, Mapping):
-            check = str(check.get("approval") or "")
-        ident = check.approval if isinstance(check, Check) else check
-        if not ident:
-            raise ValueError("this check asked for no approval")
+        ident = _approval_id(check)
         try:
-            token = self.runtime.ask(str(ident))
+            token = self.runtime.ask(ident)
         except runtime.NoApprover as exc:
             raise SelectorUnavailableError(
                 "nobody to put the call to in this process: give the session an approver, or set "
@@ -692,6 +872,99 @@ class LocalSession(Session):
     def undo(self) -> list[dict[str, Any]]:
         """Undo this run's writes now, last first (a host that cancels the run)."""
         return self.runtime.undo_run()
+
+
+class ConnectedSession(LocalSession):
+    """A session decided in this process from the console's signed bundle (`connected.py`).
+
+    Every check asks the bundle first: past its max age, or not verifying, the check raises
+    `SelectorUnavailableError` and nothing is decided or run. `wait_for_approval` files the call
+    in the console's approvals queue (unless the session was given its own `approver`), waits for
+    the person's answer, verifies the console's signed grant and signs this process's token.
+    """
+
+    def __init__(
+        self, session: runtime.RuntimeSession, *, client: Client, feed: connected.BundleFeed
+    ) -> None:
+        super().__init__(session)
+        self.client = client
+        self.feed = feed
+        self.id = session.session
+        self._filed: dict[str, str] = {}  # local approval id -> the console's request id
+
+    def evaluate(self, tool: str, arguments: Mapping[str, Any], **call: Any) -> dict[str, Any]:
+        """The firewall's answer from the bundle, for a call of this session's agent
+        (`stage`, `skill`, `destination` as `POST /v1/firewall/evaluate` takes them): the
+        published version that decides, then the bundle's switch and hold. Nothing is recorded;
+        `SelectorUnavailableError` where the bundle cannot answer."""
+        found = self.feed.current()
+        known = self.runtime.wired.catalogue.tools.get(tool)
+        body = {"tool": tool, "arguments": dict(arguments), "agent": self.agent, **call}
+        return connected.firewall_decide(
+            found,
+            body,
+            reads=known is not None and known.kind == "read",
+            session=self.id,
+        )
+
+    def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
+        if self.runtime.approver is not None:
+            return super().wait_for_approval(check, timeout=timeout, poll=poll)
+        try:
+            pending = self.runtime.request(_approval_id(check))
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from exc
+        at = len(self.runtime.history)
+        filed = self._filed.get(pending.id)
+        if filed is None:
+            detail = pending.decision.detail
+            origins = {
+                str(name): str(item.get("origin", "model"))
+                for name, item in (detail.get("origins") or {}).items()
+                if isinstance(item, Mapping)
+            }
+            answer = self.client.post(
+                "/v1/approvals",
+                {
+                    "agent": self.agent,
+                    "session": self.id,
+                    "call": {
+                        "tool": pending.call.get("tool"),
+                        "arguments": dict(pending.call.get("arguments") or {}),
+                    },
+                    "reasons": list(pending.decision.reasons),
+                    "origins": origins,
+                    "history_at": at,
+                },
+            )
+            filed = self._filed[pending.id] = str(answer["id"])
+        try:
+            token = _console_answer(self.client, filed, timeout=timeout, poll=poll)
+        except ApprovalDenied:
+            self.runtime.deny(pending.id)
+            raise
+        try:
+            grant = connected.bundles.verify_grant(token, self.feed.key)
+        except connected.bundles.BundleRefused as exc:
+            raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
+        wanted = {
+            "approval": filed,
+            "agent": self.agent,
+            "session": self.id,
+            "call": connected.bundles.call_digest({**pending.call, "agent": self.agent}),
+            # The person approved the call at the point it was asked at: a session that went on
+            # meanwhile would sign the token at another point, which nobody approved.
+            "history_at": len(self.runtime.history),
+        }
+        wrong = sorted(name for name, value in wanted.items() if grant.get(name) != value)
+        expires = grant.get("expires_at")
+        if not isinstance(expires, (int, float)) or expires < time.time():
+            wrong.append("expires_at")
+        if wrong:
+            raise SelectorUnavailableError(
+                f"the console's grant is not for this call at this point: {', '.join(wrong)}"
+            )
+        return self.runtime.approve(pending.id)
 
 
 class RemoteSession(Session):
@@ -905,18 +1178,4 @@ class RemoteSession(Session):
         return self.client.post(f"/v1/sessions/{self.id}/effects", report)
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
-        if isinstance(check, Mapping):  # an executor's CONFIRM outcome
-            check = str(check.get("approval") or "")
-        request_id = check.approval if isinstance(check, Check) else check
-        if not request_id:
-            raise ValueError("this check asked for no approval")
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = self.client.get(f"/v1/approvals/{request_id}")
-            if answer["status"] == "approved" and answer.get("token"):
-                return answer["token"]
-            if answer["status"] in ("denied", "expired"):
-                raise ApprovalDenied(f"the call was {answer['status']}")
-            if time.monotonic() >= deadline:
-                raise ApprovalTimeout(f"no answer to {request_id} within {timeout:g} s")
-            time.sleep(poll)
+        return _console_answer(self.client, _approval_id(check), timeout=timeout, poll=poll)

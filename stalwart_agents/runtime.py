@@ -186,6 +186,39 @@ def split_settings(
     return given, modes, language
 
 
+# What a session may say about itself when it is opened: only what makes the organisation's
+# settings stricter. Anything else (the licence, allowed addresses) is the organisation's alone.
+SESSION_SETTINGS = ("taint_policy", "said", "language", "label_trust", "checks", "token_ttl")
+_MODE_RANK = {"off": 0, "confirm": 1, "refuse": 2}
+_TRUST_RANK = {"outside": 0, "internal": 1, "trusted": 2}
+
+
+def stricter_settings(organisation: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """The organisation's settings made stricter by a session's own (never looser): the console's
+    sessions and a session deciding from a bundle in the agent's process read them alike."""
+    merged = dict(organisation)
+    if own.get("taint_policy") == "refuse":
+        merged["taint_policy"] = "refuse"
+    said = dict(merged.get("said") or SAID_DEFAULT)
+    for name, mode in (own.get("said") or {}).items():
+        if _MODE_RANK.get(mode, 0) > _MODE_RANK[said.get(name, "confirm")]:
+            said[name] = mode
+    merged["said"] = said
+    if own.get("language"):
+        merged["language"] = own["language"]
+    trust = dict(merged.get("label_trust") or {})
+    for label, level in (own.get("label_trust") or {}).items():
+        if label not in trust or _TRUST_RANK[level] < _TRUST_RANK[trust[label]]:
+            trust[label] = level
+    if trust:
+        merged["label_trust"] = trust
+    if own.get("checks") is not None:
+        merged["checks"] = list(own["checks"])
+    if own.get("token_ttl"):
+        merged["token_ttl"] = min(int(own["token_ttl"]), int(merged.get("token_ttl") or 10**9))
+    return merged
+
+
 @dataclass
 class Wiring:
     """The engines wired for one content: the tool check (with the said checks) and the router."""
@@ -559,6 +592,14 @@ class RuntimeSession:
     tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     functions: Callable[[str], Callable[..., Any] | None] | None = None
     tenant: str = "local"
+    # What the console's controls say, for a session deciding from a bundle (`connected.py`):
+    # `before_check(session)` gives what the check is decided under (and raises where the bundle
+    # cannot answer: nothing is decided), `after_check(session, call, decision, under)` may only
+    # make the decision stricter, `blocked(session, tool, write) -> reason | None` is the write
+    # switch, asked before a write runs. None in a session of its own.
+    controls: Any = None
+    # Where each decision and each call that ran is reported, one record each (the decision logs).
+    sink: Callable[[dict], None] | None = None
 
     def __post_init__(self) -> None:
         self.history = self.wired.check.new_history(self.session)
@@ -639,6 +680,7 @@ class RuntimeSession:
         call = dict(call)
         if self.agent:
             call.setdefault("agent", self.agent)
+        under = self.controls.before_check(self) if self.controls is not None else None
         decision = self.wired.decide(
             call,
             history=self.history,
@@ -651,6 +693,8 @@ class RuntimeSession:
             now=now,
             cost=cost,
         )
+        if self.controls is not None:
+            decision = self.controls.after_check(self, call, decision, under)
         if ids:
             decision = Decision(
                 decision.decision, decision.reasons, {**decision.detail, "run": ids}, decision.rule
@@ -826,6 +870,16 @@ class RuntimeSession:
         tool = str(call["tool"])
         known = self.wired.catalogue.tools.get(tool)
         from stalwart_agents.client import execute_here
+
+        blocked = (
+            self.controls.blocked(self, tool, known is None or known.kind != "read")
+            if self.controls is not None
+            else None
+        )
+        if blocked is not None:
+            return self._undo_into(
+                {"outcome": "BLOCKED", "reasons": [blocked], "detail": {"tool": tool}}
+            )
 
         outcome = execute_here(
             ledger=self.ledger,

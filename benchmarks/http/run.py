@@ -132,6 +132,57 @@ def _drive(
     }
 
 
+def fresh_console(database: str, redis_url: str, var: str) -> dict[str, str]:
+    """The benchmark's own database dropped, created and migrated, its Redis database flushed:
+    the environment its console and seeds run in."""
+    env = _environment(database, redis_url, var)
+    _recreate_database(database)
+    _flush_redis(redis_url)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    return env
+
+
+def seed_with(env: dict[str, str], module: str, *args: str) -> dict[str, Any]:
+    """Run a seed module in the benchmark's environment; the JSON line it prints last."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def serve(port: int, workers: int, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """gunicorn with the console's own config on `port`, its output appended to `log`."""
+    with log.open("a") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "python:console.gunicorn",
+                "console.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
 def _wait_ready(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -187,31 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
-    env = _environment(args.database_url, args.redis_url, var)
-    _recreate_database(args.database_url)
-    _flush_redis(args.redis_url)
+    env = fresh_console(args.database_url, args.redis_url, var)
     python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
     subprocess.run(
         [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
         cwd=ROOT,
         env=env,
         check=True,
     )
-    seeded = json.loads(
-        subprocess.run(
-            [python, "-m", "benchmarks.http.seed", str(args.clients)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    seeded = seed_with(env, "benchmarks.http.seed", str(args.clients))
     endpoints = _endpoints(seeded["sessions"], args.clients)
 
     print(
@@ -230,25 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
         for workers in args.workers:
             port = _free_port()
-            with log.open("a") as out:
-                server = subprocess.Popen(
-                    [
-                        python,
-                        "-m",
-                        "gunicorn",
-                        "-c",
-                        "python:console.gunicorn",
-                        "console.wsgi",
-                        "--bind",
-                        f"127.0.0.1:{port}",
-                        "--workers",
-                        str(workers),
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+            server = serve(port, workers, env, log)
             try:
                 _wait_ready(port, server)
                 # Every worker thread's first requests import the URLconf and the views and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.api import controls, views
+from console.api import bundle, controls, views
 
 urlpatterns = [
     path("settings", views.SettingsView.as_view(), name="api-settings"),
@@ -13,6 +13,8 @@ urlpatterns = [
     path("audit", views.AuditListView.as_view(), name="api-audit"),
     path("health", views.HealthView.as_view(), name="api-health"),
     path("whoami", views.WhoAmIView.as_view(), name="api-whoami"),
+    path("bundle", bundle.BundleView.as_view(), name="api-bundle"),
+    path("bundle/key", bundle.BundleKeyView.as_view(), name="api-bundle-key"),
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
     path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
     path(

@@ -229,6 +229,12 @@ LOGGING = logging_config(STALWART_LOG_FORMAT, os.environ.get("STALWART_LOG_LEVEL
 # The key of the audit chain's HMAC and of its signed checkpoints; never stored in the database.
 # Unset, it is derived from SECRET_KEY (console/audit.py).
 STALWART_AUDIT_KEY = os.environ.get("STALWART_AUDIT_KEY", "")
+# The secret each organisation's bundle key (Ed25519, console/bundles.py) is derived from; never
+# stored in the database. Unset, SECRET_KEY. Changing it changes every organisation's public key.
+STALWART_BUNDLE_SECRET = os.environ.get("STALWART_BUNDLE_SECRET", "")
+# The longest a bundle long-poll waits here (`GET /v1/bundle?wait=`, at most 30): each waiting
+# request holds a web thread.
+STALWART_BUNDLE_MAX_WAIT = float(os.environ.get("STALWART_BUNDLE_MAX_WAIT", "30"))
 # Signed anchors of every chain, appended outside the database as rows commit ("" switches off).
 STALWART_AUDIT_ANCHOR_FILE = os.environ.get(
     "STALWART_AUDIT_ANCHOR_FILE", str(VAR_DIR / "audit-anchors.jsonl")

@@ -292,7 +292,12 @@ def _approval_json(item: ApprovalRequest) -> dict[str, Any]:
         "origins": item.origins,
         "reasons": item.reasons,
         "rule": item.rule or None,
-        "session": str(item.session.public_id) if item.session else None,
+        "session": str(item.session.public_id)
+        if item.session
+        else (item.detail or {}).get("session")
+        if item.source == "runtime"
+        else None,
+        "source": item.source,
         "requested_by": item.requested_by,
         "created_at": item.created_at.isoformat(),
         "expires_at": item.expires_at.isoformat(),
@@ -311,6 +316,26 @@ class ApprovalListView(APIView):
         require(actor, "approvals.read")
         queue = approvals.approval_queue(organisation=actor.organisation)
         return Response({"results": [{**_approval_json(i), "token": None} for i in queue]})
+
+    @extend_schema(
+        operation_id="approvals_file",
+        parameters=[ORG_PARAM],
+        request=OpenApiTypes.OBJECT,
+        responses={201: OpenApiTypes.OBJECT},
+    )
+    def post(self, request):  # noqa: ANN001, ANN201
+        """File a call a runtime deciding in the agent's process holds for a person:
+        `{agent, session, call, reasons, origins, history_at, user}`. Once approved, its `token`
+        is a grant signed with the organisation's bundle key for exactly that call."""
+        from django.core.exceptions import ValidationError as DjangoValidationError
+
+        actor = actor_for_request(request)
+        require(actor, "guard.check")
+        try:
+            item = approvals.runtime_request_create(actor=actor, data=request.data)
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from exc
+        return Response(_approval_json(item), status=status.HTTP_201_CREATED)
 
 
 class ApprovalDetailView(APIView):

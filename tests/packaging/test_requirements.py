@@ -35,7 +35,7 @@ def test_requirements_txt_is_the_core_and_the_console_extra():
     assert _file("requirements.txt") == _pins(PROJECT["dependencies"] + EXTRAS["console"])
 
 
-INTEGRATIONS = ("langgraph", "openai-agents", "gateway", "models", "documents")
+INTEGRATIONS = ("langgraph", "openai-agents", "gateway", "models", "documents", "bundles")
 
 
 def test_requirements_dev_txt_is_the_otel_dev_and_integration_extras():

@@ -1,0 +1,1 @@
+"""An SDK session connected to a console, deciding in process from its bundle, beside a local one."""

@@ -1,0 +1,109 @@
+"""`GET /v1/bundle`: the organisation's signed bundle, for runtimes that decide in the agent's process.
+
+Conditional and long-polled: with `If-None-Match: "<version>"` the answer is 304 (with a signed
+`Stalwart-Bundle-Stamp`) while the version is the same; with `?wait=N` (seconds, at most 30) the
+request waits for the version to change and answers as soon as it does (a hold or a switch raised
+by a sequence alert, a publish, a setting). `?agent=` keeps only that agent's holds and switches.
+`GET /v1/bundle/key` gives the organisation's public key, which runtimes are configured with.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console import bundles
+from console.access import actor_for_request, require
+from console.api.views import ORG_PARAM
+from firewall.engine.names import MalformedName, normal_name
+
+AGENT_PARAM = OpenApiParameter(
+    "agent", location=OpenApiParameter.QUERY, required=False, description="one agent's controls"
+)
+WAIT_PARAM = OpenApiParameter(
+    "wait",
+    location=OpenApiParameter.QUERY,
+    required=False,
+    type=float,
+    description="seconds to wait for a new version (0 to 30) when If-None-Match names this one",
+)
+
+
+def _agent(raw: str | None) -> str:
+    if raw is None or raw == "":
+        return ""
+    if len(raw) > 128:
+        raise ValidationError({"agent": ["at most 128 characters"]})
+    try:
+        return normal_name(raw, "agent")
+    except MalformedName as exc:
+        raise ValidationError({"agent": [str(exc)]}) from exc
+
+
+def _wait(raw: str | None) -> float:
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise ValidationError({"wait": ["seconds, a number from 0 to 30"]}) from None
+    if not 0 <= wait <= bundles.MAX_WAIT:
+        raise ValidationError({"wait": ["seconds, a number from 0 to 30"]})
+    return wait
+
+
+def _held(header: str | None) -> str | None:
+    """The version an `If-None-Match` names (one entity tag, weak or strong), or None."""
+    if not header:
+        return None
+    tag = header.strip()
+    if tag.startswith("W/"):
+        tag = tag[2:]
+    tag = tag.strip('"')
+    return tag if tag.startswith("sha256:") and len(tag) <= 80 else None
+
+
+class BundleView(APIView):
+    @extend_schema(
+        operation_id="bundle",
+        parameters=[ORG_PARAM, AGENT_PARAM, WAIT_PARAM],
+        responses={200: OpenApiTypes.OBJECT, 304: None},
+    )
+    def get(self, request):  # noqa: ANN001, ANN201
+        """The signed bundle; 304 with a signed stamp while the version named is current."""
+        actor = actor_for_request(request)
+        require(actor, "guard.check")
+        agent = _agent(request.query_params.get("agent"))
+        wait = _wait(request.query_params.get("wait"))
+        held = _held(request.headers.get("If-None-Match"))
+        organisation = actor.organisation
+        content = bundles.bundle_wait(organisation=organisation, agent=agent, held=held, wait=wait)
+        if content is None:
+            response = Response(status=304)
+            response["ETag"] = f'"{held}"'
+            response["Stalwart-Bundle-Stamp"] = bundles.bundle_stamp(
+                organisation=organisation, agent=agent, version=str(held)
+            )
+        else:
+            signed = bundles.bundle_signed(organisation=organisation, agent=agent, content=content)
+            response = Response(signed)
+            response["ETag"] = f'"{signed["version"]}"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class BundleKeyView(APIView):
+    @extend_schema(operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request):  # noqa: ANN001, ANN201
+        """The organisation's bundle public key (`ed25519:<base64>`): configure runtimes with it."""
+        actor = actor_for_request(request)
+        require(actor, "guard.check")
+        return Response(
+            {
+                "organisation": actor.organisation.slug,
+                "public_key": bundles.public_key(actor.organisation.pk),
+            }
+        )

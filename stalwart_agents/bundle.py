@@ -1,0 +1,328 @@
+"""Bundles: what a runtime needs to decide for one organisation, signed by the console.
+
+A bundle is a JSON envelope (`stalwart-bundle/1`):
+
+    {"format", "organisation", "agent", "version", "issued_at", "content", "signature"}
+
+- `content` holds what decides: the organisation's settings, the published firewall policy
+  version, the compiled rulebook records the console holds, the write switches, the sessions on
+  hold and the tools switched off. `version` is `sha256:` and the digest of `content`'s canonical
+  JSON (RFC 8785), so the same content always has the same version and an ETag can name it.
+- `issued_at` is when the console signed it (seconds since the epoch, the console's clock). Every
+  answer of the console is signed anew, a 304 too (its *stamp*: the version and a new `issued_at`,
+  signed), so a live console keeps vouching for the version it last sent.
+- `signature` is Ed25519 over the canonical JSON of the envelope without `signature`, under the
+  organisation's bundle key. The console holds the private key; a runtime is given the public key
+  (`ed25519:<base64>`) and refuses whatever does not verify under it.
+
+A runtime counts a bundle's age from the last signature it verified that was *newer* than every
+one before it (by `issued_at`): a bundle or a stamp replayed from the past verifies but refreshes
+nothing, so it cannot keep an old bundle alive. No clock is compared across machines.
+
+Approval grants (`stalwart-grant/1`) are signed by the same key: the console's word that a person
+approved exactly one call of a session deciding in the agent's process (see `connected.py`).
+
+This module imports nothing of Django: the console and the SDK share it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from guard.engine.canonical import canonical_bytes
+
+FORMAT = "stalwart-bundle/1"
+STAMP_FORMAT = "stalwart-bundle-stamp/1"
+GRANT_FORMAT = "stalwart-grant/1"
+ALGORITHM = "ed25519"
+#: The envelope's fields; a bundle with any other, or without one, is refused.
+FIELDS = ("format", "organisation", "agent", "version", "issued_at", "content", "signature")
+#: What `content` holds; each is always present (empty when the console holds none).
+CONTENT = ("settings", "firewall", "rulebooks", "writes", "holds", "switches")
+
+
+class BundleRefused(Exception):
+    """A bundle, a stamp or a grant that does not verify, or is not well formed; nothing decides from it."""
+
+
+def _crypto() -> Any:
+    try:
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError as exc:  # pragma: no cover - the extra is installed wherever bundles are
+        raise BundleRefused(
+            "bundles need the cryptography package: pip install 'stalwart[bundles]'"
+        ) from exc
+    return ed25519
+
+
+def version_of(content: Any) -> str:
+    """A content's version: `sha256:` and the digest of its canonical JSON."""
+    return "sha256:" + hashlib.sha256(canonical_bytes(content)).hexdigest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise BundleRefused(f"{what}: is not base64") from exc
+
+
+# -- keys ---------------------------------------------------------------------------------------
+
+
+class SigningKey:
+    """The console's side: an Ed25519 private key made from a 32-byte seed."""
+
+    def __init__(self, seed: bytes) -> None:
+        if len(seed) != 32:
+            raise ValueError("an Ed25519 seed is 32 bytes")
+        self._key = _crypto().Ed25519PrivateKey.from_private_bytes(seed)
+        from cryptography.hazmat.primitives import serialization
+
+        raw = self._key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        self.public = f"{ALGORITHM}:{_b64(raw)}"
+
+    def sign(self, message: bytes) -> str:
+        return _b64(self._key.sign(message))
+
+
+class VerifyKey:
+    """The runtime's side: the organisation's public key, `ed25519:<base64 of 32 bytes>`."""
+
+    def __init__(self, public: str) -> None:
+        if not isinstance(public, str) or not public.startswith(f"{ALGORITHM}:"):
+            raise BundleRefused("bundle key: is `ed25519:` and the key in base64")
+        raw = _unb64(public.split(":", 1)[1].strip(), "bundle key")
+        if len(raw) != 32:
+            raise BundleRefused("bundle key: an Ed25519 public key is 32 bytes")
+        self._key = _crypto().Ed25519PublicKey.from_public_bytes(raw)
+        self.public = public
+
+    def verify(self, message: bytes, signature: Any, what: str) -> None:
+        from cryptography.exceptions import InvalidSignature
+
+        if not isinstance(signature, str):
+            raise BundleRefused(f"{what}: has no signature")
+        try:
+            self._key.verify(_unb64(signature, f"{what}: signature"), message)
+        except InvalidSignature as exc:
+            raise BundleRefused(f"{what}: the signature does not verify") from exc
+
+
+# -- signing (the console) ----------------------------------------------------------------------
+
+
+def _signed_part(envelope: Mapping[str, Any]) -> bytes:
+    return canonical_bytes({k: v for k, v in envelope.items() if k != "signature"})
+
+
+def sign_bundle(
+    key: SigningKey,
+    *,
+    organisation: str,
+    agent: str,
+    content: Mapping[str, Any],
+    issued_at: float | None = None,
+) -> dict[str, Any]:
+    """The signed envelope of `content` (see the module docstring)."""
+    envelope: dict[str, Any] = {
+        "format": FORMAT,
+        "organisation": organisation,
+        "agent": agent,
+        "version": version_of(content),
+        "issued_at": round(time.time() if issued_at is None else issued_at, 6),
+        "content": dict(content),
+    }
+    envelope["signature"] = {"alg": ALGORITHM, "value": key.sign(_signed_part(envelope))}
+    return envelope
+
+
+def _stamp_message(organisation: str, agent: str, version: str, issued_at: float) -> bytes:
+    return canonical_bytes(
+        {
+            "format": STAMP_FORMAT,
+            "organisation": organisation,
+            "agent": agent,
+            "version": version,
+            "issued_at": issued_at,
+        }
+    )
+
+
+def sign_stamp(
+    key: SigningKey, *, organisation: str, agent: str, version: str, issued_at: float | None = None
+) -> str:
+    """The `Stalwart-Bundle-Stamp` header of a 304: `<version> <issued_at> <signature>`."""
+    at = round(time.time() if issued_at is None else issued_at, 6)
+    signature = key.sign(_stamp_message(organisation, agent, version, at))
+    return f"{version} {at!r} {signature}"
+
+
+def sign_grant(key: SigningKey, grant: Mapping[str, Any]) -> str:
+    """An approval grant: its canonical JSON in base64, a dot, and the signature."""
+    body = canonical_bytes({**dict(grant), "format": GRANT_FORMAT})
+    return f"{_b64(body)}.{key.sign(body)}"
+
+
+def call_digest(call: Mapping[str, Any]) -> str:
+    """What a grant names of the call: the digest of its tool, agent and arguments."""
+    return version_of(
+        {
+            "tool": call.get("tool"),
+            "agent": call.get("agent") or "",
+            "arguments": call.get("arguments") or {},
+        }
+    )
+
+
+# -- verifying (the runtime) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A verified bundle, read for deciding."""
+
+    organisation: str
+    agent: str
+    version: str
+    issued_at: float
+    content: Mapping[str, Any]
+    holds: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    switches: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.content.get("settings") or {})
+
+    @property
+    def firewall(self) -> Mapping[str, Any] | None:
+        return self.content.get("firewall")
+
+    @property
+    def rulebooks(self) -> Mapping[str, Any]:
+        return self.content.get("rulebooks") or {}
+
+    def held(self, agent: str, session: str) -> bool:
+        """Whether the console holds this session: every later write waits for a person."""
+        from firewall.engine.names import name_key
+
+        return (name_key(agent), session) in self.holds
+
+    def tool_switched(self, agent: str, tool: str) -> bool:
+        """Whether a sequence alert switched the tool off for the agent."""
+        from firewall.engine.names import name_key
+
+        return (name_key(agent), name_key(tool)) in self.switches
+
+    def writes_enabled(self, tool: str) -> bool:
+        """Whether writes of the tool may run: neither the organisation's nor the tool's switch is off."""
+        writes = self.content.get("writes") or {}
+        return bool(writes.get("", True)) and bool(writes.get(tool, True))
+
+
+def _well_formed(envelope: Any) -> Mapping[str, Any]:
+    if not isinstance(envelope, Mapping):
+        raise BundleRefused("bundle: is not a JSON object")
+    fields = set(envelope)
+    if fields != set(FIELDS):
+        missing, extra = sorted(set(FIELDS) - fields), sorted(fields - set(FIELDS))
+        raise BundleRefused(f"bundle: missing {missing}, unknown {extra}")
+    if envelope["format"] != FORMAT:
+        raise BundleRefused(f"bundle.format: is {FORMAT}, not `{envelope['format']}`")
+    for name in ("organisation", "agent", "version"):
+        if not isinstance(envelope[name], str):
+            raise BundleRefused(f"bundle.{name}: is text")
+    issued = envelope["issued_at"]
+    if isinstance(issued, bool) or not isinstance(issued, (int, float)):
+        raise BundleRefused("bundle.issued_at: is a number")
+    content = envelope["content"]
+    if not isinstance(content, Mapping) or set(content) != set(CONTENT):
+        raise BundleRefused(f"bundle.content: holds exactly {list(CONTENT)}")
+    signature = envelope["signature"]
+    if not isinstance(signature, Mapping) or signature.get("alg") != ALGORITHM:
+        raise BundleRefused(f"bundle.signature: is {ALGORITHM}")
+    return envelope
+
+
+def _pairs(items: Any, first: str, second: str, what: str) -> frozenset[tuple[str, str]]:
+    if not isinstance(items, list):
+        raise BundleRefused(f"bundle.content.{what}: is a list")
+    found = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping) or not all(
+            isinstance(item.get(name), str) for name in (first, second)
+        ):
+            raise BundleRefused(f"bundle.content.{what}[{index}]: names `{first}` and `{second}`")
+        found.add((item[first], item[second]))
+    return frozenset(found)
+
+
+def verify_bundle(envelope: Any, key: VerifyKey, *, agent: str | None = None) -> Bundle:
+    """The bundle, once its form, its signature and its version verify; `BundleRefused` else.
+
+    `agent`, when given, must be the agent the bundle was made for (or the bundle made for all).
+    """
+    envelope = _well_formed(envelope)
+    key.verify(_signed_part(envelope), envelope["signature"].get("value"), "bundle")
+    content = envelope["content"]
+    if version_of(content) != envelope["version"]:
+        raise BundleRefused("bundle.version: is not the digest of its content")
+    if agent is not None and envelope["agent"] not in ("", agent):
+        raise BundleRefused(f"bundle.agent: is `{envelope['agent']}`, not `{agent}`")
+    if not isinstance(content["writes"], Mapping):
+        raise BundleRefused("bundle.content.writes: maps tools to true or false")
+    return Bundle(
+        organisation=envelope["organisation"],
+        agent=envelope["agent"],
+        version=envelope["version"],
+        issued_at=float(envelope["issued_at"]),
+        content=content,
+        holds=_pairs(content["holds"], "agent", "session", "holds"),
+        switches=_pairs(content["switches"], "agent", "tool", "switches"),
+    )
+
+
+def verify_stamp(header: Any, key: VerifyKey, bundle: Bundle) -> float:
+    """The `issued_at` of a 304's stamp for the bundle held; `BundleRefused` when it does not
+    verify or names another version."""
+    if not isinstance(header, str) or header.count(" ") != 2:
+        raise BundleRefused("bundle stamp: is `<version> <issued_at> <signature>`")
+    version, at_text, signature = header.split(" ")
+    if version != bundle.version:
+        raise BundleRefused("bundle stamp: names another version than the one held")
+    try:
+        at = float(at_text)
+    except ValueError as exc:
+        raise BundleRefused("bundle stamp: issued_at is not a number") from exc
+    message = _stamp_message(bundle.organisation, bundle.agent, version, round(at, 6))
+    key.verify(message, signature, "bundle stamp")
+    return at
+
+
+def verify_grant(token: Any, key: VerifyKey) -> dict[str, Any]:
+    """The content of an approval grant the console signed; `BundleRefused` else."""
+    import json
+
+    if not isinstance(token, str) or token.count(".") != 1:
+        raise BundleRefused("approval grant: is `<content>.<signature>`")
+    body_text, signature = token.split(".")
+    body = _unb64(body_text, "approval grant")
+    key.verify(body, signature, "approval grant")
+    try:
+        grant = json.loads(body)
+    except ValueError as exc:
+        raise BundleRefused("approval grant: is not JSON") from exc
+    if not isinstance(grant, dict) or grant.get("format") != GRANT_FORMAT:
+        raise BundleRefused(f"approval grant: is not {GRANT_FORMAT}")
+    return grant

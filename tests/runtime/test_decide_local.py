@@ -1,0 +1,569 @@
+"""Deciding in the agent's process from the console's signed bundle, against a live console.
+
+The console governs (holds, switches, settings, approvals), the runtime decides: a hold or a
+switch raised on the console reaches the runtime within 2 s; a bundle past its max age, one that
+does not verify, or a console that is gone long enough, makes every check fail closed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from stalwart_agents import Client
+from stalwart_agents.client import ApprovalDenied, ConnectedSession, SelectorUnavailableError
+
+from .console_proxy import ConsoleProxy
+from .test_runtime_session import inbox_catalogue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+#: The longest the live console's long-polls wait in these tests: once a test's clients are
+#: closed, what they still have in flight ends within it, before the test database goes.
+CONSOLE_WAIT = 1.0
+
+
+@pytest.fixture
+def console(live_server, admin, organisation, actor_for, settings):  # noqa: ANN001, ANN201
+    """The live console's url, an editor key and the organisation's bundle public key."""
+    from console import bundles
+    from console import services as console_services
+
+    settings.STALWART_BUNDLE_MAX_WAIT = CONSOLE_WAIT
+    _, key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="runtime", role="editor"
+    )
+    yield {
+        "url": live_server.url,
+        "key": key,
+        "public": bundles.public_key(organisation.pk),
+        "organisation": organisation,
+        "admin": admin,
+    }
+    time.sleep(CONSOLE_WAIT + 0.3)
+
+
+def local_client(console, url: str | None = None, **given) -> Client:  # noqa: ANN001
+    given.setdefault("wait", 5.0)
+    return Client(
+        url=url or console["url"],
+        api_key=console["key"],
+        decide="local",
+        bundle_key=console["public"],
+        **given,
+    )
+
+
+def refund_done(session: ConnectedSession) -> None:
+    """A run that refunded R1 (the person's yes given in this process), so its undo is a write the
+    tool check allows (`compensation`): the write a hold must stop."""
+    session.read("refund 20 on order A1")
+    assert (
+        session.execute("get_order", {"order_id": "A1"}, lambda order_id: {"order_id": order_id})[
+            "outcome"
+        ]
+        == "SUCCEEDED"
+    )
+    refund = {"order_id": "A1", "amount": 20}
+    asked = session.execute("refund_card", refund, lambda **_: {"refund_id": "R1"})
+    assert asked["outcome"] == "CONFIRM", asked
+    token = session.approve(asked["approval"])
+    ran = session.execute("refund_card", refund, lambda **_: {"refund_id": "R1"}, token=token)
+    assert ran["outcome"] == "SUCCEEDED", ran
+
+
+def undo_check(session: ConnectedSession):  # noqa: ANN201
+    return session.check_tool_call("cancel_refund", {"refund_id": "R1"}, compensation_of=1)
+
+
+def until(predicate, seconds: float) -> float:  # noqa: ANN001
+    """Seconds until `predicate()` held (checked every 20 ms); fails past `seconds`."""
+    started = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - started < seconds, f"not within {seconds} s"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def closing(function):  # noqa: ANN001, ANN201
+    """`function` for another thread, which closes that thread's database connection after it
+    (else the connection outlives the test and the test database cannot be dropped)."""
+
+    def run() -> None:
+        from django.db import connections
+
+        try:
+            function()
+        finally:
+            connections.close_all()
+
+    return run
+
+
+def refuses(session: ConnectedSession) -> bool:
+    """Whether a check of the session fails closed now."""
+    try:
+        session.check_tool_call("get_order", {"order_id": "A1"})
+    except SelectorUnavailableError:
+        return True
+    return False
+
+
+def test_a_local_session_decides_as_the_console_decides(console):  # noqa: ANN001
+    remote = Client(url=console["url"], api_key=console["key"]).session(
+        "assistant", catalogue=inbox_catalogue()
+    )
+    with local_client(console) as client:
+        records: list[dict] = []
+        local = client.session("assistant", catalogue=inbox_catalogue(), sink=records.append)
+        assert isinstance(local, ConnectedSession)
+        assert local.runtime.sink == records.append  # the decision logs' sink, handed on
+        for session in (remote, local):
+            session.read("refund 20 on order A1")
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        for call in (
+            ("refund_card", {"order_id": "A1", "amount": 20}),
+            ("refund_card", {"order_id": "A1", "amount": 500}),
+            ("delete_everything", {}),
+            ("get_order", {"order_id": "A1"}),
+        ):
+            want, got = remote.check_tool_call(*call), local.check_tool_call(*call)
+            assert (got.decision, got.reasons) == (want.decision, want.reasons), call
+
+
+def test_the_organisations_settings_decide_a_local_session(console):  # noqa: ANN001
+    from console.models import OrganisationSettings
+
+    OrganisationSettings.objects.update_or_create(
+        organisation=console["organisation"], defaults={"taint_policy": "refuse"}
+    )
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        session.record("read_inbox", {}, {"body": "refund 20 on order A1"})
+        session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        check = session.check_tool_call("refund_card", {"order_id": "A1", "amount": 20})
+        assert (check.decision, check.reasons) == ("refuse", ["tainted_call"])
+
+
+def test_a_rulebook_the_console_holds_comes_with_the_bundle(console, actor_for):  # noqa: ANN001
+    from pathlib import Path
+
+    from rulebooks.services import rulebook_upload
+    from stalwart_agents import Agent
+
+    shop = Path(__file__).resolve().parents[2] / "examples" / "shop"
+    rulebook_upload(
+        actor=actor_for(console["admin"], console["organisation"]),
+        name="shop",
+        data=(shop / "policy.co").read_bytes(),
+        filename="policy.co",
+    )
+    desk = Agent.from_file(shop / "agent.yaml")
+    with local_client(console) as client:
+        record = client.rulebook("shop", agent="billing")
+        with pytest.raises(KeyError):
+            client.rulebook("nothing", agent="billing")
+        session = client.session("billing", catalogue=desk.catalogue(), rulebook=record)
+        session.read("estorne 40 do pedido 4411")
+        check = session.check_tool_call(
+            "refund_card",
+            {"order_id": "4411", "amount": 40.0},
+            origins={"order_id": "typed", "amount": "typed"},
+            context={"order_paid": False},
+        )
+        assert check.decision == "refuse"
+
+
+def test_a_hold_raised_on_the_console_stops_the_next_write_within_two_seconds(console):  # noqa: ANN001
+    from console.models import SessionHold
+
+    with local_client(console, wait=10.0) as client:
+        session = client.session(
+            "assistant",
+            catalogue=inbox_catalogue(),
+            tools={"cancel_refund": lambda refund_id: {"ok": True}},
+        )
+        refund_done(session)
+        assert (undo_check(session).decision, undo_check(session).reasons) == (
+            "allow",
+            ["compensation"],
+        )
+        # What a sequence rule's `hold_session` writes (firewall/matching.py), while the runtime
+        # is in the middle of a long-poll.
+        time.sleep(0.3)
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="assistant",
+            session=session.id,
+            reason="sequence rule `exfiltration` matched",
+        )
+        took = until(lambda: undo_check(session).decision != "allow", 2.0)
+        check = undo_check(session)
+        assert (check.decision, check.reasons) == ("confirm", ["compensation", "session_held"])
+        print(f"hold reached the runtime in {took:.3f} s")
+        # Another session of the same agent is not held.
+        other = client.session("assistant", catalogue=inbox_catalogue())
+        other.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        assert "session_held" not in other.check_tool_call("get_order", {"order_id": "A1"}).reasons
+
+
+def test_a_tool_switched_off_and_writes_switched_off_reach_the_runtime(console, actor_for):  # noqa: ANN001
+    from console.models import ToolSwitch
+    from guard.executor import write_switch_set
+
+    with local_client(console, wait=10.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        ToolSwitch.objects.create(
+            organisation=console["organisation"],
+            agent="assistant",
+            tool="get_order",
+            reason="sequence rule matched",
+        )
+        until(
+            lambda: session.check_tool_call("get_order", {"order_id": "A1"}).decision != "allow",
+            2.0,
+        )
+        check = session.check_tool_call("get_order", {"order_id": "A1"})
+        assert (check.decision, check.reasons) == ("refuse", ["tool_disabled"])
+
+        write_switch_set(
+            actor=actor_for(console["admin"], console["organisation"]), tool="", enabled=False
+        )
+        ran: list[str] = []
+        blocked = None
+
+        def note_blocked() -> bool:
+            nonlocal blocked
+            blocked = session.execute(
+                "save_note",
+                {"order_id": "A1", "text": "x"},
+                lambda **_: ran.append("x"),
+                token=session.approve_call("save_note", {"order_id": "A1", "text": "x"}),
+            )
+            return blocked["outcome"] == "BLOCKED"
+
+        until(note_blocked, 2.0)
+        before = len(ran)
+        assert note_blocked() and blocked["reasons"] == ["writes_disabled"]
+        assert len(ran) == before  # the tool was not called
+
+
+def test_a_bundle_past_its_max_age_makes_every_check_refuse(console):  # noqa: ANN001
+    proxy = ConsoleProxy(console["url"])
+    with local_client(console, url=proxy.url, max_age=2.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        proxy.down()
+        time.sleep(2.3)
+        with pytest.raises(SelectorUnavailableError, match="past its max age"):
+            session.check_tool_call("get_order", {"order_id": "A1"})
+        ran: list[int] = []
+        with pytest.raises(SelectorUnavailableError):
+            session.execute("get_order", {"order_id": "A1"}, lambda **_: ran.append(1))
+        assert ran == []
+
+
+def test_the_console_down_the_session_decides_from_its_bundle_until_max_age_then_fails_closed(
+    console,  # noqa: ANN001
+):
+    proxy = ConsoleProxy(console["url"])
+    with local_client(console, url=proxy.url, max_age=3.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        proxy.down()
+        down_at = time.monotonic()
+        decided = 0
+        while time.monotonic() - down_at < 1.5:
+            assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+            decided += 1
+        assert decided > 10
+        time.sleep(max(0.0, 3.3 - (time.monotonic() - down_at)))
+        with pytest.raises(SelectorUnavailableError):
+            session.check_tool_call("get_order", {"order_id": "A1"})
+        # A new session cannot be opened either: no bundle to decide with.
+        with pytest.raises(SelectorUnavailableError):
+            client.session("assistant", catalogue=inbox_catalogue()).check_tool_call(
+                "get_order", {"order_id": "A1"}
+            )
+        # The console back: the session decides again once the feed has a fresh signature.
+        proxy.up()
+        until(lambda: not refuses(session), 8.0)
+
+
+def test_a_tampered_bundle_is_refused(console):  # noqa: ANN001
+    proxy = ConsoleProxy(console["url"])
+
+    def switch_nothing_off(bundle: dict) -> dict:
+        bundle["content"]["writes"] = {"": True}
+        bundle["content"]["holds"] = []
+        return bundle
+
+    proxy.tamper = switch_nothing_off
+    with pytest.raises(SelectorUnavailableError, match="does not verify"):
+        local_client(console, url=proxy.url).session("assistant", catalogue=inbox_catalogue())
+    # A bundle signed by another organisation's key does not verify under this one's either.
+    proxy.tamper = None
+    from console import bundles
+
+    wrong = Client(
+        url=proxy.url,
+        api_key=console["key"],
+        decide="local",
+        bundle_key=bundles.public_key(console["organisation"].pk + 1000),
+    )
+    with pytest.raises(SelectorUnavailableError, match="does not verify"):
+        wrong.session("assistant", catalogue=inbox_catalogue())
+
+
+def test_a_bundle_tampered_in_flight_later_makes_the_running_session_refuse(console):  # noqa: ANN001
+    from console.models import SessionHold
+
+    proxy = ConsoleProxy(console["url"])
+    with local_client(console, url=proxy.url, wait=10.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+
+        def drop_holds(bundle: dict) -> dict:
+            bundle["content"]["holds"] = []
+            return bundle
+
+        proxy.tamper = drop_holds
+        SessionHold.objects.create(
+            organisation=console["organisation"], agent="assistant", session=session.id, reason="x"
+        )
+
+        until(lambda: refuses(session), 2.0)
+
+
+def test_an_approval_goes_through_the_consoles_queue_and_its_grant_is_accepted(
+    console,  # noqa: ANN001
+    approver,  # noqa: ANN001
+    client_for,  # noqa: ANN001
+):
+    from guard.models import ApprovalRequest
+
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        session.read("refund 20 on order A1")
+        session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        refund = {"order_id": "A1", "amount": 20}
+        asked = session.check_tool_call("refund_card", refund)
+        assert asked.decision == "confirm"
+        answered: list[int] = []
+
+        def approve() -> None:
+            request = ApprovalRequest.objects.get(source="runtime", status="pending")
+            answered.append(
+                client_for(approver).post(f"/v1/approvals/{request.public_id}/approve").status_code
+            )
+
+        pages: list[str] = []
+
+        def approve_on_the_page() -> None:
+            pages.append(client_for(approver).get("/approvals/").content.decode())
+            approve()
+
+        answering = threading.Timer(0.5, closing(approve_on_the_page))
+        answering.start()
+        token = session.wait_for_approval(asked, timeout=20, poll=0.1)
+        answering.join()
+        assert answered == [200]
+        assert session.id in pages[0] and "(decided in the agent" in pages[0]
+        request = ApprovalRequest.objects.get(source="runtime")
+        assert request.detail == {"session": session.id} and request.call["arguments"] == refund
+        check = session.check_tool_call("refund_card", refund, token=token)
+        assert (check.decision, check.reasons) == ("allow", ["confirmed"])
+        # The token is for exactly that call: another amount is not confirmed by it.
+        other = session.check_tool_call(
+            "refund_card", {"order_id": "A1", "amount": 30}, token=token
+        )
+        assert other.decision == "refuse"
+
+        # A denial on the console: nothing runs.
+        second = session.check_tool_call("save_note", {"order_id": "A1", "text": "refund 20"})
+        assert second.decision == "confirm"
+
+        def deny() -> None:
+            request = ApprovalRequest.objects.get(source="runtime", status="pending")
+            client_for(approver).post(f"/v1/approvals/{request.public_id}/deny")
+
+        threading.Timer(0.5, closing(deny)).start()
+        with pytest.raises(ApprovalDenied):
+            session.wait_for_approval(second, timeout=20, poll=0.1)
+
+
+def test_a_grant_for_another_point_of_the_session_is_refused(console, approver, client_for):  # noqa: ANN001
+    from guard.models import ApprovalRequest
+
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        session.read("refund 20 on order A1")
+        session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        asked = session.check_tool_call("refund_card", {"order_id": "A1", "amount": 20})
+
+        def approve_then_move_on() -> None:
+            request = ApprovalRequest.objects.get(source="runtime", status="pending")
+            # The session goes on before the answer comes back: the grant names the old point.
+            session.record("get_order", {"order_id": "A2"}, {"order_id": "A2"})
+            client_for(approver).post(f"/v1/approvals/{request.public_id}/approve")
+
+        threading.Timer(0.5, closing(approve_then_move_on)).start()
+        with pytest.raises(SelectorUnavailableError, match="history_at"):
+            session.wait_for_approval(asked, timeout=20, poll=0.1)
+
+
+def test_local_deciding_needs_the_consoles_url_and_the_public_key():
+    with pytest.raises(ValueError, match="bundle public key"):
+        Client(url="http://127.0.0.1:9", api_key="k", decide="local")
+    with pytest.raises(ValueError, match="url"):
+        Client(url="", api_key="k", decide="local", bundle_key="ed25519:AAAA")
+    with pytest.raises(ValueError, match="console or local"):
+        Client(url="http://127.0.0.1:9", decide="somewhere")
+
+
+def test_an_old_bundle_replayed_refreshes_nothing_and_the_session_fails_closed(console):  # noqa: ANN001
+    from console.models import SessionHold
+
+    proxy = ConsoleProxy(console["url"])
+    with local_client(console, url=proxy.url, max_age=3.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        old = client.feed("assistant")
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        import json
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{console['url']}/v1/bundle?agent=assistant",
+            headers={"Authorization": f"Bearer {console['key']}"},
+        )
+        with urllib.request.urlopen(request) as answer:  # noqa: S310 - the live console
+            captured = json.loads(answer.read())
+        # From now on whoever sits between the runtime and the console answers with the bundle
+        # signed before the hold: it verifies, and is not newer than what the runtime holds.
+        proxy.tamper = lambda _: captured
+        SessionHold.objects.create(
+            organisation=console["organisation"], agent="assistant", session=session.id, reason="x"
+        )
+
+        until(lambda: refuses(session), 5.0)
+        assert old.version == captured["version"]
+
+
+def test_the_firewall_decides_from_the_bundle_as_the_console_evaluates(console, actor_for):  # noqa: ANN001
+    import json
+    import urllib.request
+
+    from console.models import ToolSwitch
+    from firewall import services as firewall_services
+
+    actor = actor_for(console["admin"], console["organisation"])
+    policy = firewall_services.policy_import(
+        actor=actor,
+        data={
+            "name": "main",
+            "default_verdict": "allow",
+            "rules": [
+                {
+                    "priority": 10,
+                    "name": "no shell",
+                    "tool_name_glob": "shell.*",
+                    "verdict": "deny",
+                },
+                {
+                    "priority": 20,
+                    "name": "big refunds",
+                    "tool_name_glob": "refund_card",
+                    "args_match": [{"path": "$.amount", "op": "gt", "value": 100}],
+                    "verdict": "require_approval",
+                },
+            ],
+        },
+    )
+    firewall_services.policy_publish(actor=actor, policy=policy)
+
+    def evaluated(body: dict) -> dict:
+        request = urllib.request.Request(
+            f"{console['url']}/v1/firewall/evaluate",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {console['key']}",
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request) as answer:  # noqa: S310 - the live console
+            return json.loads(answer.read())
+
+    calls = [
+        ("get_order", {"order_id": "A1"}),
+        ("shell.exec", {"command": "ls"}),
+        ("refund_card", {"order_id": "A1", "amount": 500}),
+        ("refund_card", {"order_id": "A1", "amount": 5}),
+    ]
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        for tool, arguments in calls:
+            want = evaluated({"tool": tool, "arguments": arguments, "agent": "assistant"})
+            got = session.evaluate(tool, arguments)
+            fields = ("verdict", "decision", "reasons", "rule", "policy", "policy_version")
+            assert {k: got[k] for k in fields} == {k: want[k] for k in fields}, tool
+        ToolSwitch.objects.create(
+            organisation=console["organisation"], agent="assistant", tool="get_order", reason="x"
+        )
+        until(
+            lambda: (
+                session.evaluate("get_order", {"order_id": "A1"})["reasons"] == ["tool_disabled"]
+            ),
+            2.0,
+        )
+        want = evaluated(
+            {"tool": "get_order", "arguments": {"order_id": "A1"}, "agent": "assistant"}
+        )
+        assert want["reasons"] == ["tool_disabled"]
+
+
+def test_a_revoked_key_stops_the_runtime_at_its_next_look(console, actor_for):  # noqa: ANN001
+    from console import services as console_services
+    from console.models import ApiKey
+
+    with local_client(console, wait=2.0) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        assert not refuses(session)
+        key = ApiKey.objects.get(prefix=console["key"].split("_")[1])
+        console_services.api_key_revoke(
+            actor=actor_for(console["admin"], console["organisation"]), key=key
+        )
+        until(lambda: refuses(session), 4.0)
+        with pytest.raises(SelectorUnavailableError, match="refused this key"):
+            session.check_tool_call("get_order", {"order_id": "A1"})
+
+
+def test_a_local_session_may_only_tighten_and_follows_records_only(console):  # noqa: ANN001
+    from console.models import OrganisationSettings
+    from stalwart_agents.client import RequestRefused
+
+    with local_client(console) as client:
+        with pytest.raises(RequestRefused) as refused:
+            client.session(
+                "assistant",
+                catalogue=inbox_catalogue(),
+                settings={"licence_valid_until": "2999-01-01"},
+            )
+        assert list(refused.value.body) == ["settings.licence_valid_until"]
+        with pytest.raises(RequestRefused):
+            client.session(
+                "assistant", catalogue=inbox_catalogue(), settings={"said": {"s1_veto": "loud"}}
+            )
+    OrganisationSettings.objects.update_or_create(
+        organisation=console["organisation"], defaults={"compiled_records_only": True}
+    )
+    source = (Path(__file__).resolve().parents[2] / "examples" / "shop" / "policy.co").read_text()
+    with local_client(console) as client:
+        with pytest.raises(RequestRefused) as refused:
+            client.session("assistant", catalogue=inbox_catalogue(), rulebook=source)
+        assert "compiled rulebook records only" in str(refused.value.body["rulebook"])
