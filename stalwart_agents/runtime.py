@@ -39,7 +39,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -738,6 +738,60 @@ class RuntimeSession:
         `REJECTED` (the arguments), `BLOCKED`, `FAILED`, `UNCERTAIN`. After a refusal, a block or
         a failure, `undone` reports the run's earlier writes undone last first.
         """
+        call, decision, ended = self._before_run(tool, arguments, given)
+        if ended is not None:
+            return ended
+        runner = _as_function(function) if function is not None else self.function(tool)
+        if runner is None:
+            return self._undo_into(
+                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+            )
+        return self.run_allowed(
+            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
+        )
+
+    async def execute_async(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Callable[[dict[str, Any], ExecutionContext], Awaitable[Any]],
+        *,
+        authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
+        user: str = "",
+        **given: Any,
+    ) -> dict[str, Any]:
+        """`execute` for a coroutine `function(arguments, context)`, awaited on the caller's loop.
+
+        The same check, executor rules, recording and undo; the check and the recording are pure
+        CPU and run where the caller is, so a door on an event loop (the MCP gateway) makes no
+        thread hop per call. The caller serialises calls of one session.
+        """
+        call, decision, ended = self._before_run(tool, arguments, given)
+        if ended is not None:
+            return ended
+        from stalwart_agents.client import execute_here_async
+
+        known = self.wired.catalogue.tools.get(tool)
+        write = known is None or known.kind != "read"
+        outcome = await execute_here_async(
+            ledger=self.ledger,
+            entries=[entry.content for entry in self.history] if write else (),
+            tool=tool,
+            arguments=call.get("arguments") or {},
+            function=function,
+            write=write,
+            tenant=self.tenant,
+            session=self.history.session,
+            agent=self.agent,
+            user=user,
+            authorize=authorize,
+        )
+        return self._after_run(call, decision, outcome, given.get("cost"))
+
+    def _before_run(
+        self, tool: str, arguments: Mapping[str, Any], given: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Decision, dict[str, Any] | None]:
+        """The call and its decision, with the outcome when it is not to run (refused, confirm)."""
         call = self.call_of(tool, arguments, **given)
         options = {k: given[k] for k in OPTIONS if k in given}
         decision = self.check_call(call, **options)
@@ -752,22 +806,19 @@ class RuntimeSession:
                 "reasons": list(decision.reasons),
                 "detail": decision.detail,
             }
-            return self._undo_into(outcome)
+            return call, decision, self._undo_into(outcome)
         if decision.decision == CONFIRM:
-            return {
-                "outcome": "CONFIRM",
-                "reasons": list(decision.reasons),
-                "detail": decision.detail,
-                "approval": decision.detail.get("approval"),
-            }
-        runner = _as_function(function) if function is not None else self.function(tool)
-        if runner is None:
-            return self._undo_into(
-                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+            return (
+                call,
+                decision,
+                {
+                    "outcome": "CONFIRM",
+                    "reasons": list(decision.reasons),
+                    "detail": decision.detail,
+                    "approval": decision.detail.get("approval"),
+                },
             )
-        return self.run_allowed(
-            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
-        )
+        return call, decision, None
 
     def run_allowed(
         self,
@@ -785,19 +836,25 @@ class RuntimeSession:
         known = self.wired.catalogue.tools.get(tool)
         from stalwart_agents.client import execute_here
 
+        write = known is None or known.kind != "read"
         outcome = execute_here(
             ledger=self.ledger,
-            entries=[entry.content for entry in self.history],
+            entries=[entry.content for entry in self.history] if write else (),  # a write's step
             tool=tool,
             arguments=call.get("arguments") or {},
             function=runner,
-            write=known is None or known.kind != "read",
+            write=write,
             tenant=self.tenant,
             session=self.history.session,
             agent=self.agent,
             user=user,
             authorize=authorize,
         )
+        return self._after_run(call, decision, outcome, cost)
+
+    def _after_run(
+        self, call: Mapping[str, Any], decision: Decision, outcome: dict[str, Any], cost: Any
+    ) -> dict[str, Any]:
         if outcome["outcome"] == "SUCCEEDED":
             if not outcome.pop("suppressed", False):
                 self.record_call(call, outcome["result"], cost=cost)

@@ -576,16 +576,29 @@ class Gateway:
         if entry is None:  # the check allowed a tool no server offers: never forwarded
             raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
         upstream = self.upstreams[entry.server]
+        returned: dict[int, tuple[Any, types.CallToolResult]] = {}
+
+        async def forward_async(arguments: dict[str, Any], context: Any) -> Any:
+            result = await upstream.call_tool(entry.tool, arguments)
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            returned[id(dumped)] = (dumped, result)  # handed back as it came, not parsed again
+            return dumped
 
         def forward(arguments: dict[str, Any], context: Any) -> Any:  # the executor's form
-            result = anyio.from_thread.run(upstream.call_tool, entry.tool, arguments)
-            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return anyio.from_thread.run(forward_async, arguments, context)
 
         async with self._lock:
             try:
-                outcome = await anyio.to_thread.run_sync(
-                    lambda: session.execute(name, arguments, forward, token=token)
-                )
+                if isinstance(session, LocalSession):
+                    # In this process the check and the record are pure CPU: they run on the
+                    # event loop, and the upstream call is awaited there (no thread per call).
+                    outcome = await session.execute_async(
+                        name, arguments, forward_async, token=token
+                    )
+                else:  # the console's HTTP round trips block: a worker thread waits for them
+                    outcome = await anyio.to_thread.run_sync(
+                        lambda: session.execute(name, arguments, forward, token=token)
+                    )
             except SelectorUnavailableError as exc:
                 raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
             except RequestRefused as exc:
@@ -594,7 +607,11 @@ class Gateway:
                 ) from None
         kind = outcome.get("outcome")
         if kind == "SUCCEEDED":
-            return types.CallToolResult.model_validate(outcome.get("result") or {"content": []})
+            result = outcome.get("result")
+            held = returned.get(id(result))
+            if held is not None and held[0] is result:
+                return held[1]
+            return types.CallToolResult.model_validate(result or {"content": []})
         reasons = [str(r) for r in outcome.get("reasons") or []]
         if kind in ("REFUSED", "REJECTED", "CONFIRM"):
             raise Refusal(reasons, f"`{name}` is refused")
