@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from console import gateways
 from console.api import controls, views
 
 urlpatterns = [
@@ -14,6 +15,12 @@ urlpatterns = [
     path("health", views.HealthView.as_view(), name="api-health"),
     path("whoami", views.WhoAmIView.as_view(), name="api-whoami"),
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
+    path("gateways", gateways.GatewayListView.as_view(), name="api-gateways"),
+    path(
+        "gateways/<str:name>/report",
+        gateways.GatewayReportView.as_view(),
+        name="api-gateway-report",
+    ),
     path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
     path(
         "controls/holds/<int:pk>/release",

@@ -165,6 +165,65 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
+#: Events kept for the console while it cannot be reached (the oldest are dropped beyond this).
+MAX_QUEUED = 1_000
+#: Events per report (the console's bound).
+EVENTS_PER_REPORT = 100
+
+
+class Reporter:
+    """What a gateway tells the console (`POST /v1/gateways/<name>/report`): its servers and their
+    tools at start and on every change, with the events of the change (a tool withdrawn, with its
+    diff; a call its firewall file decided). Sent from a task of its own, never on a call's path;
+    a console that cannot answer is retried with backoff, and a report it refuses is logged."""
+
+    def __init__(self, client: Client, name: str, state: Callable[[], dict[str, Any]]) -> None:
+        self.client = client
+        self.name = name
+        self.state = state
+        self.events: list[dict[str, Any]] = []
+        self.wake = anyio.Event()
+        self.sent = 0  # reports the console accepted
+        self.error: str | None = None
+
+    def note(self, event: Mapping[str, Any] | None = None) -> None:
+        if event is not None:
+            self.events.append(dict(event))
+            del self.events[:-MAX_QUEUED]
+        self.wake.set()
+
+    async def run(self) -> None:
+        from urllib.parse import quote
+
+        path = f"/v1/gateways/{quote(self.name, safe='')}/report"
+        backoff = 0.5
+        while True:
+            await self.wake.wait()
+            self.wake = anyio.Event()
+            events, self.events = self.events[:EVENTS_PER_REPORT], self.events[EVENTS_PER_REPORT:]
+            if self.events:
+                self.wake.set()
+            body = {"servers": self.state(), "events": events}
+            try:
+                await anyio.to_thread.run_sync(self.client.post, path, body)
+            except SelectorUnavailableError as exc:
+                self.error = str(exc)
+                log.warning("gateway: the console cannot take the report: %s", exc)
+                self.events[:0] = events
+                del self.events[:-MAX_QUEUED]
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+                self.wake.set()
+                continue
+            except RequestRefused as exc:
+                self.error = f"the console refused the report: {exc}"
+                log.error("gateway: %s", self.error)
+                continue
+            backoff = 0.5
+            self.error = None
+            self.sent += 1
+
+
 class Gateway:
     """Upstream servers, the catalogue from them, one session, and the path every call takes."""
 
@@ -193,6 +252,9 @@ class Gateway:
         self.resources: dict[str, str] = {}  # uri -> server
         self._lock = anyio.Lock()
         self._group: Any = None
+        self.reporter: Reporter | None = None
+        if self.client.remote:
+            self.reporter = Reporter(self.client, config.agent, self.state)
 
     # -- starting and stopping ----------------------------------------------------------------
 
@@ -212,7 +274,11 @@ class Gateway:
                 upstream.abandon()
         self._load_firewall()
         self._load_pins()
+        if self.reporter is not None:
+            self._group.start_soon(self.reporter.run)
         self._open_session()
+        if self.reporter is not None:
+            self.reporter.note()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -297,6 +363,50 @@ class Gateway:
         if entry.withdrawn == "changed":
             event["diff"] = pinning.diff(before, entry.definition)
         log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
+        if self.reporter is not None:
+            self.reporter.note(
+                {
+                    "kind": "tool_withdrawn",
+                    "server": entry.server,
+                    "tool": entry.name,
+                    "why": entry.withdrawn,
+                    "at": event["at"],
+                    "diff": event.get("diff", []),
+                }
+            )
+
+    def state(self) -> dict[str, Any]:
+        """Each server's state and its tools, pinned or withdrawn (what the console page shows)."""
+        servers: dict[str, Any] = {}
+        for name, upstream in self.upstreams.items():
+            tools = []
+            for entry in self.entries.values():
+                if entry.server != name:
+                    continue
+                changed = self.changed.get(entry.name)
+                why = "changed" if changed is not None else (entry.withdrawn or "")
+                diff = changed or []
+                if entry.withdrawn == "changed":
+                    diff = pinning.diff(
+                        pinning.approved(self.pins, name, entry.tool), entry.definition
+                    )
+                tools.append(
+                    {
+                        "name": entry.tool,
+                        "digest": pinning.digest(entry.definition),
+                        "kind": entry.kind if entry.kind in ("read", "write") else "unknown",
+                        "status": "withdrawn" if why else "pinned",
+                        "why": why,
+                        "diff": diff,
+                    }
+                )
+            down = upstream.error is not None or upstream.client is None
+            servers[name] = {
+                "state": "down" if down else "connected",
+                "error": (upstream.error or "")[:500],
+                "tools": tools[:500],
+            }
+        return servers
 
     # -- tools/list -----------------------------------------------------------------------------
 
@@ -444,6 +554,18 @@ class Gateway:
         verdict = self._firewall(name, arguments)
         if verdict is not None:
             rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
+            if self.reporter is not None and verdict.verdict != "allow":
+                self.reporter.note(
+                    {
+                        "kind": "firewall",
+                        "server": name.partition(".")[0],
+                        "tool": name,
+                        "decision": verdict.decision,
+                        "verdict": str(verdict.verdict)[:32],
+                        "rule": str(rule)[:200],
+                        "session": str(getattr(self.session, "id", ""))[:128],
+                    }
+                )
             if verdict.decision == "refuse":
                 raise Refusal([f"firewall: {rule}"], f"`{name}` is denied by the firewall")
             if verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping):
