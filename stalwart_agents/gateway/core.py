@@ -253,6 +253,8 @@ class Gateway:
         self._lock = anyio.Lock()
         self._group: Any = None
         self.reporter: Reporter | None = None
+        for upstream in self.upstreams.values():
+            upstream.on_connect = self._on_connect
         if self.client.remote:
             self.reporter = Reporter(self.client, config.agent, self.state)
 
@@ -307,7 +309,12 @@ class Gateway:
             self.pins = {"servers": {}}
 
     def _open_session(self) -> None:
-        listed = {name: up.tools for name, up in self.upstreams.items() if up.error is None}
+        # A server down at start stands in the catalogue with its tools as approved: once it
+        # connects, what it lists is held against those pins (`_on_connect`).
+        listed = {
+            name: up.tools if up.client is not None else self._pinned(name)
+            for name, up in self.upstreams.items()
+        }
         try:
             self.catalogue, self.entries = catalogue_builder.build(self.config, listed, self.pins)
         except catalogue_builder.CatalogueUnusable as exc:
@@ -326,6 +333,14 @@ class Gateway:
         except (SelectorUnavailableError, RequestRefused) as exc:
             self.session_error = f"the tool check cannot answer: {exc}"
             log.error("gateway: %s", self.session_error)
+
+    def _pinned(self, server: str) -> list[dict[str, Any]]:
+        tools = self.pins.get("servers", {}).get(server, {}).get("tools", {})
+        return [
+            dict(pin["definition"])
+            for pin in tools.values()
+            if isinstance(pin, Mapping) and isinstance(pin.get("definition"), Mapping)
+        ]
 
     def _content_tools(self) -> list[dict[str, Any]]:
         """Catalogue entries that stand for reading a server's resources and prompts.
@@ -400,7 +415,7 @@ class Gateway:
                         "diff": diff,
                     }
                 )
-            down = upstream.error is not None or upstream.client is None
+            down = upstream.client is None
             servers[name] = {
                 "state": "down" if down else "connected",
                 "error": (upstream.error or "")[:500],
@@ -418,7 +433,7 @@ class Gateway:
         """
         offered = []
         for upstream in self.upstreams.values():
-            if upstream.error is not None or upstream.client is None:
+            if upstream.client is None:
                 continue
             try:
                 now = await upstream.list_tools()
@@ -428,20 +443,48 @@ class Gateway:
                 )
                 continue
             upstream.tools = now
-            for defined in now:
-                name = f"{upstream.name}.{defined.get('name')}"
-                entry = self.entries.get(name)
-                if entry is None or entry.withdrawn or name in self.changed:
-                    continue
-                if pinning.digest(defined) != pinning.digest(entry.definition):
-                    self.changed[name] = pinning.diff(entry.definition, defined)
-                    self._report_withdrawn(
-                        replace(entry, definition=defined, withdrawn="changed"),
-                        at_start=False,
-                    )
-                    continue
-                offered.append(self._tool_of(entry))
+            offered.extend(self._compare(upstream.name, now))
         return offered
+
+    def _compare(self, server: str, now: list[dict[str, Any]]) -> list[types.Tool]:
+        """The tools of `server` as it lists them now that are still as approved; one changed since
+        is withdrawn from here on, and the change reported with its diff."""
+        offered = []
+        for defined in now:
+            name = f"{server}.{defined.get('name')}"
+            entry = self.entries.get(name)
+            if entry is None or entry.withdrawn or name in self.changed:
+                continue
+            if pinning.digest(defined) != pinning.digest(entry.definition):
+                self.changed[name] = pinning.diff(entry.definition, defined)
+                self._report_withdrawn(
+                    replace(entry, definition=defined, withdrawn="changed"), at_start=False
+                )
+                continue
+            offered.append(self._tool_of(entry))
+        return offered
+
+    async def _on_connect(self, upstream: Upstream) -> None:
+        """A server connected (again): what it lists now is held against the pins, as on a
+        `tools/list` (a server restarted with other tools offers none of the changed ones)."""
+        if self.entries:
+            self._compare(upstream.name, upstream.tools)
+        if self.reporter is not None:
+            self.reporter.note()
+
+    async def _reachable(self, name: str) -> None:
+        """The call's server is connected, or connected again now; else a `Refusal` saying why."""
+        upstream = self.upstreams.get(name.partition(".")[0])
+        if upstream is None or upstream.client is not None:
+            return
+        was_down = upstream.failures
+        if await upstream.reconnect():
+            return
+        if self.reporter is not None and upstream.failures != was_down:
+            self.reporter.note()
+        raise Refusal(
+            ["upstream_unavailable"], upstream.down() or f"`{upstream.name}` is not connected"
+        )
 
     @staticmethod
     def _tool_of(entry: catalogue_builder.Entry) -> types.Tool:
@@ -489,12 +532,6 @@ class Gateway:
             )
         if self.firewall_error is not None:
             raise Refusal(["firewall_unavailable"], self.firewall_error)
-        server, _, _ = name.partition(".")
-        upstream = self.upstreams.get(server)
-        if upstream is not None and (upstream.error is not None or upstream.client is None):
-            raise Refusal(
-                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
-            )
         if name in self.changed:
             raise Refusal(
                 ["withdrawn"],
@@ -545,6 +582,7 @@ class Gateway:
         self, name: str, arguments: dict[str, Any], elicit: Elicit | None, input_required: bool
     ) -> types.CallToolResult | types.InputRequiredResult:
         entry = self._entry(name)
+        await self._reachable(name)
         async with self._lock:
             check = await self._check(name, arguments)
         if check.decision == "refuse":
@@ -682,6 +720,7 @@ class Gateway:
         if not accepted(answer):
             raise Refusal(pending.reasons, f"`{name}` was not approved: the person said no")
         entry = self._entry(name)
+        await self._reachable(name)
         token = self._token(pending.check, name, pending.forwarded)
         return await self._run(name, pending.forwarded, token, entry)
 
@@ -757,7 +796,7 @@ class Gateway:
             ) from None
 
     def _connected(self) -> list[Upstream]:
-        return [u for u in self.upstreams.values() if u.error is None and u.client is not None]
+        return [u for u in self.upstreams.values() if u.client is not None]
 
     async def list_resources(self) -> list[types.Resource]:
         found = []
