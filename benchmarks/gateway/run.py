@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -123,6 +124,14 @@ async def _in_process(config: Path, calls: int) -> tuple[dict, dict]:
     )  # fmt: skip
 
 
+def _with_token(url: str, token: str):  # noqa: ANN202
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http)
+
+
 def _config(folder: Path, upstream: str) -> Path:
     path = folder / "gateway.yaml"
     path.write_text(f"agent: bench\nservers:\n  bench:\n{upstream}", encoding="utf-8")
@@ -140,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args(argv)
     calls = args.calls or (200 if args.quick else 1000)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    token = secrets.token_urlsafe(24)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_GATEWAY_TOKEN": token}
     python = sys.executable
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
@@ -174,14 +184,15 @@ def main(argv: list[str] | None = None) -> int:
             config = _config(folder, f"    url: http://127.0.0.1:{up_port}/mcp\n")
             gateway = subprocess.Popen(  # noqa: S603
                 [python, "-m", "stalwart_agents", "gateway", "--config", str(config),
-                 "--http", "--port", str(gw_port)],
+                 "--http", "--port", str(gw_port), "--token-env", "BENCH_GATEWAY_TOKEN"],
                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             _wait(gw_port, gateway)
             loads.append(os.getloadavg()[0])
             rows.append(
                 ("HTTP", *anyio.run(_measure, f"http://127.0.0.1:{up_port}/mcp",
-                                    f"http://127.0.0.1:{gw_port}/mcp", calls, args.concurrency))
+                                    _with_token(f"http://127.0.0.1:{gw_port}/mcp", token), calls,
+                                    args.concurrency))
             )  # fmt: skip
             loads.append(os.getloadavg()[0])
         finally:

@@ -9,6 +9,7 @@ not declare elicitation is never asked this way.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as types
@@ -190,12 +191,61 @@ async def serve_stdio(gateway: Gateway) -> None:
         restore()
 
 
-async def serve_http(gateway: Gateway, *, host: str, port: int, ready: Any = None) -> None:
+class BearerOnly:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`; any other
+    is answered 401 before the MCP app (or any upstream) sees it. The token is compared in
+    constant time and never logged or echoed."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        if not token:
+            raise ValueError("an empty token would let anyone in")
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import hmac
+
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                given = value
+                break
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        why = (
+            "a bearer token is required" if not given else "the bearer token is not this gateway's"
+        )
+        body = json.dumps({"error": "unauthorized", "detail": why}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="stalwart-gateway"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+async def serve_http(
+    gateway: Gateway, *, host: str, port: int, token: str, ready: Any = None
+) -> None:
+    """Streamable HTTP on `host:port` (127.0.0.1 unless told otherwise), for clients that send
+    the bearer `token`."""
     import uvicorn
 
     server = build_server(gateway)
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = BearerOnly(server.streamable_http_app(host=host), token)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+    )
     web = uvicorn.Server(config)
     if ready is not None:
         ready(web)
