@@ -257,6 +257,8 @@ class Gateway:
             upstream.on_connect = self._on_connect
         if self.client.remote:
             self.reporter = Reporter(self.client, config.agent, self.state)
+            for upstream in self.upstreams.values():
+                upstream.on_lost = lambda _: self.reporter.note()  # type: ignore[union-attr]
 
     # -- starting and stopping ----------------------------------------------------------------
 

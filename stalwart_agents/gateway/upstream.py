@@ -83,6 +83,8 @@ class Upstream:
         self.configured = True  # False: a missing variable, which no retry can fix
         #: Called (awaited) with this upstream after each connection opens and lists its tools.
         self.on_connect: Callable[[Upstream], Awaitable[None]] | None = None
+        #: Called with this upstream when its open connection is found lost.
+        self.on_lost: Callable[[Upstream], None] | None = None
         self._stop = anyio.Event()
         self._lose = anyio.Event()
         self._retry = anyio.Event()
@@ -257,6 +259,8 @@ class Upstream:
         self.error = f"the server `{self.name}` closed its connection: {why}"
         self.client = None
         self._lose.set()
+        if self.on_lost is not None:
+            self.on_lost(self)
 
     async def call_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
         client = self.connected()

@@ -11,6 +11,8 @@ may forget a gateway.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 
 import anyio
@@ -68,9 +70,19 @@ def test_a_gateway_reports_its_tools_and_a_changed_tool_is_an_event_with_its_dif
             with anyio.fail_after(30):
                 while gateway.reporter.sent < 2 or gateway.reporter.events:
                     await anyio.sleep(0.05)
-            return at_start, listed, denied
+            # A server that dies is reported down, with why.
+            pid = await gateway.call_tool("shop.server_pid", {})
+            os.kill(int(pid.content[0].text), signal.SIGKILL)  # the server this test started
+            sent = gateway.reporter.sent
+            with anyio.fail_after(40):
+                await gateway.call_tool("shop.get_order", {"order_id": "A1"})
+                while gateway.reporter.sent <= sent:
+                    await anyio.sleep(0.05)
+            answer = await anyio.to_thread.run_sync(console.get, "/v1/gateways")
+            return at_start, listed, denied, answer["gateways"][0]["servers"]["shop"]
 
-    at_start, listed, denied = anyio.run(run)
+    at_start, listed, denied, shop_down = anyio.run(run)
+    assert shop_down["state"] == "down" and "closed its connection" in shop_down["error"]
     assert "drift.lookup" not in listed and "shop.get_order" in listed
     assert denied.is_error
     shop = {tool["name"]: tool for tool in at_start["shop"]["tools"]}
@@ -87,7 +99,7 @@ def test_a_gateway_reports_its_tools_and_a_changed_tool_is_an_event_with_its_dif
     assert event.tool == "drift.lookup" and event.decision == "refuse" and event.agent == "desk"
     assert any(line.startswith("+") and "evil.invalid" in line for line in event.detail["diff"])
     _wait(lambda: Event.objects.filter(source="gateway", stage="tool_call").exists())
-    firewall = Event.objects.get(source="gateway", stage="tool_call")
+    firewall = Event.objects.get(source="gateway", stage="tool_call", tool="shop.close_account")
     assert firewall.tool == "shop.close_account" and firewall.decision == "refuse"
     assert firewall.rule == "no account closing"
     # the tool check's own decisions are the sessions API's events, as for every door
