@@ -771,20 +771,8 @@ class RuntimeSession:
             return ended
         from stalwart_agents.client import execute_here_async
 
-        known = self.wired.catalogue.tools.get(tool)
-        write = known is None or known.kind != "read"
         outcome = await execute_here_async(
-            ledger=self.ledger,
-            entries=[entry.content for entry in self.history] if write else (),
-            tool=tool,
-            arguments=call.get("arguments") or {},
-            function=function,
-            write=write,
-            tenant=self.tenant,
-            session=self.history.session,
-            agent=self.agent,
-            user=user,
-            authorize=authorize,
+            function=function, **self._executor_inputs(call, user, authorize)
         )
         return self._after_run(call, decision, outcome, given.get("cost"))
 
@@ -832,25 +820,31 @@ class RuntimeSession:
     ) -> dict[str, Any]:
         """Run a call the check allowed (the executor's rules) and record it (with the `cost`
         the host reports, where it reports one)."""
-        tool = str(call["tool"])
-        known = self.wired.catalogue.tools.get(tool)
         from stalwart_agents.client import execute_here
 
-        write = known is None or known.kind != "read"
-        outcome = execute_here(
-            ledger=self.ledger,
-            entries=[entry.content for entry in self.history] if write else (),  # a write's step
-            tool=tool,
-            arguments=call.get("arguments") or {},
-            function=runner,
-            write=write,
-            tenant=self.tenant,
-            session=self.history.session,
-            agent=self.agent,
-            user=user,
-            authorize=authorize,
-        )
+        outcome = execute_here(function=runner, **self._executor_inputs(call, user, authorize))
         return self._after_run(call, decision, outcome, cost)
+
+    def _executor_inputs(
+        self, call: Mapping[str, Any], user: str, authorize: Any
+    ) -> dict[str, Any]:
+        """What the executor's rules read of this session for `call` (a write's step reads the
+        history; a read's does not, so a read never copies it)."""
+        tool = str(call["tool"])
+        known = self.wired.catalogue.tools.get(tool)
+        write = known is None or known.kind != "read"
+        return {
+            "ledger": self.ledger,
+            "entries": [entry.content for entry in self.history] if write else (),
+            "tool": tool,
+            "arguments": call.get("arguments") or {},
+            "write": write,
+            "tenant": self.tenant,
+            "session": self.history.session,
+            "agent": self.agent,
+            "user": user,
+            "authorize": authorize,
+        }
 
     def _after_run(
         self, call: Mapping[str, Any], decision: Decision, outcome: dict[str, Any], cost: Any

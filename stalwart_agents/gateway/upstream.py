@@ -165,13 +165,6 @@ class Upstream:
             self.client = None
             if self.error is None and not self._stop.is_set():
                 self.error = f"the server `{self.name}` closed its connection"
-        if self.error is not None and not self._stop.is_set():
-            self.failures += 1
-            wait = (
-                0.0 if self.failures == 1 else min(MAX_BACKOFF, BACKOFF * 2 ** (self.failures - 2))
-            )
-            self.next_attempt = time.monotonic() + wait
-            log.warning("gateway: %s", self.error)
 
     async def _serve(self, transport: Any) -> None:
         client = mcp.Client(
