@@ -33,7 +33,7 @@ from console.models import Gateway
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 TOOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,199}$")
-MAX_SERVERS = 50
+MAX_SERVERS = 64  # as many as gateway.yaml may name
 MAX_TOOLS = 500
 MAX_EVENTS = 100
 MAX_DIFF_LINES = 200

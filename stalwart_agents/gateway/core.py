@@ -171,6 +171,11 @@ MAX_QUEUED = 1_000
 EVENTS_PER_REPORT = 100
 
 
+def _bounded(diff: list[str]) -> list[str]:
+    """A diff within what the console takes (200 lines of at most 500 characters)."""
+    return [line if len(line) <= 500 else line[:497] + "..." for line in diff[:200]]
+
+
 class Reporter:
     """What a gateway tells the console (`POST /v1/gateways/<name>/report`): its servers and their
     tools at start and on every change, with the events of the change (a tool withdrawn, with its
@@ -388,7 +393,7 @@ class Gateway:
                     "tool": entry.name,
                     "why": entry.withdrawn,
                     "at": event["at"],
-                    "diff": event.get("diff", []),
+                    "diff": _bounded(event.get("diff", [])),
                 }
             )
 
@@ -414,7 +419,7 @@ class Gateway:
                         "kind": entry.kind if entry.kind in ("read", "write") else "unknown",
                         "status": "withdrawn" if why else "pinned",
                         "why": why,
-                        "diff": diff,
+                        "diff": _bounded(diff),
                     }
                 )
             down = upstream.client is None
