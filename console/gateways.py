@@ -31,7 +31,7 @@ from console import services
 from console.access import actor_for_request, get_object_for_actor, require
 from console.models import Gateway
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 TOOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,199}$")
 MAX_SERVERS = 64  # as many as gateway.yaml may name
 MAX_TOOLS = 500
