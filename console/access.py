@@ -41,6 +41,10 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "firewall.evaluate": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "proofs.read": frozenset(Role.values),
     "proofs.run": frozenset({Role.ADMIN, Role.EDITOR}),
+    # MCP gateways: every role reads them; the runtime's keys report; only an admin forgets one.
+    "gateways.read": frozenset(Role.values),
+    "gateways.report": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
+    "gateways.manage": frozenset({Role.ADMIN}),
 }
 
 

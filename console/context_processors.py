@@ -49,6 +49,7 @@ NAV = (
             ("Firewall", "firewall", None),
             ("Rulebooks", "rulebooks", None),
             ("Tools", "tools", None),
+            ("Gateways", "gateways", None),
             ("Proofs", "proofs", "proofs_read"),
             ("Settings", "settings", None),
         ),

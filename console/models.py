@@ -435,3 +435,30 @@ class Notification(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["alert", "url"], name="one_notification_per_alert")
         ]
+
+
+class Gateway(models.Model):
+    """An MCP gateway (`stalwart gateway`) as it last reported itself: its servers and their tools.
+
+    `servers` is what the gateway sends at start and on every change, validated and bounded by
+    `console.gateways.read_report`: `{server: {"state": "connected" | "down", "error": str,
+    "tools": [{"name", "digest", "kind", "status": "pinned" | "withdrawn", "why", "diff"}]}}`.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="gateways"
+    )
+    name = models.CharField(max_length=100)
+    servers = models.JSONField(default=dict)
+    reported_by = models.CharField(max_length=200, blank=True)
+    first_reported_at = models.DateTimeField(default=timezone.now)
+    reported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "name"], name="one_gateway_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

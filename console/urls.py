@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from console import views
+from console import gateways, views
 from guard import panel as guard_panel
 from router import views as router_views
 
@@ -53,6 +53,8 @@ urlpatterns = [
     path("approvals/", include("guard.urls")),
     path("tools/", guard_panel.tools_page, name="tools"),
     path("tools/writes", guard_panel.writes_switch, name="tools-writes"),
+    path("gateways/", gateways.gateways_page, name="gateways"),
+    path("gateways/<int:gateway_id>/forget", gateways.gateway_forget_view, name="gateway-forget"),
     path("metrics", guard_panel.MetricsView.as_view(), name="metrics"),
     path("try/", include("router.urls")),
     path("v1/plan", router_views.PlanView.as_view(), name="api-plan"),

@@ -1,7 +1,9 @@
 """`stalwart gateway`: serve the gateway (stdio, or streamable HTTP), or approve its servers' tools.
 
     stalwart gateway --config gateway.yaml                    # stdio, for a desktop or IDE client
-    stalwart gateway --config gateway.yaml --http --port 8765 # streamable HTTP on 127.0.0.1
+    stalwart gateway --config gateway.yaml --http --port 8765 # streamable HTTP on 127.0.0.1,
+                                                              # for clients with the bearer token
+                                                              # in $GATEWAY_TOKEN (http_token_env)
     stalwart gateway approve --config gateway.yaml            # pin every server's tools as they are
 
 Exit codes: 0 served until stopped, or approved; 1 a gateway.yaml that cannot be used (every
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from stalwart_agents.cli import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
@@ -54,11 +57,24 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError("--port is for --http")
     if args.http and args.port is None:
         raise UsageError("give --port with --http")
+    if args.token_env is not None and not args.http:
+        raise UsageError("--token-env is for --http")
+    token = ""
+    if args.http:
+        variable = args.token_env or config.http_token_env
+        if not variable:
+            raise UsageError(
+                "--http needs a bearer token: name the environment variable that holds it with "
+                "`http_token_env:` in gateway.yaml or --token-env"
+            )
+        token = os.environ.get(variable, "")
+        if not token.strip():
+            raise InputError(f"the environment variable `{variable}` holds no bearer token")
 
     async def main() -> None:
         async with Gateway(config) as gateway:
             if args.http:
-                await serve_http(gateway, host=args.host, port=args.port)
+                await serve_http(gateway, host=args.host, port=args.port, token=token)
             else:
                 await serve_stdio(gateway)
 
@@ -139,6 +155,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     parser.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on")
     parser.add_argument("--port", type=int, help="the port to serve HTTP on (with --http)")
+    parser.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="the environment variable holding the bearer token HTTP clients must send "
+        "(default: http_token_env in gateway.yaml)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.set_defaults(handler=_serve)
     commands = parser.add_subparsers(dest="command", metavar="<command>")

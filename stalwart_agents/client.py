@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -640,6 +640,53 @@ def execute_here(
     key. The caller records in its history what ran (`SUCCEEDED` without `suppressed`); the ledger
     keeps the result under the key.
     """
+    begun = _begin_here(
+        ledger, entries, tool, arguments, write, tenant, session, agent, user, authorize, confirm
+    )
+    if isinstance(begun, dict):
+        return begun
+    status, value = execution.call_tool(function, arguments, begun)
+    return _end_here(ledger, begun.key, status, value)
+
+
+async def execute_here_async(
+    *,
+    ledger: dict[str, Any],
+    entries: Sequence[Mapping[str, Any]],
+    tool: str,
+    arguments: Mapping[str, Any],
+    function: Callable[[dict[str, Any], ExecutionContext], Awaitable[Any]],
+    write: bool,
+    tenant: str,
+    session: str,
+    agent: str,
+    user: str = "",
+    authorize: Authorize | None = None,
+) -> dict[str, Any]:
+    """`execute_here` for a coroutine function: the same rules, the tool awaited on the loop."""
+    begun = _begin_here(
+        ledger, entries, tool, arguments, write, tenant, session, agent, user, authorize, False
+    )
+    if isinstance(begun, dict):
+        return begun
+    status, value = await execution.call_tool_async(function, arguments, begun)
+    return _end_here(ledger, begun.key, status, value)
+
+
+def _begin_here(  # noqa: PLR0913 - the executor's inputs, as execute_here takes them
+    ledger: dict[str, Any],
+    entries: Sequence[Mapping[str, Any]],
+    tool: str,
+    arguments: Mapping[str, Any],
+    write: bool,
+    tenant: str,
+    session: str,
+    agent: str,
+    user: str,
+    authorize: Authorize | None,
+    confirm: bool,
+) -> dict[str, Any] | ExecutionContext:
+    """The outcome when the tool is not to be called, else the context to call it with."""
     key = ""
     if write:
         key = execution.intent_key(
@@ -669,7 +716,10 @@ def execute_here(
         }
     if confirm:
         return {"outcome": "CONFIRM"}
-    status, value = execution.call_tool(function, arguments, ctx)
+    return ctx
+
+
+def _end_here(ledger: dict[str, Any], key: str, status: str, value: Any) -> dict[str, Any]:
     if status in ("blocked", "failed", "uncertain"):
         kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
         return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}
@@ -868,6 +918,22 @@ class LocalSession(Session):
             raise RequestRefused(400, {"checks": [str(exc)]}) from exc
         except runtime.FrameworkIdsInvalid as exc:
             raise RequestRefused(400, {k: [v] for k, v in exc.errors.items()}) from exc
+
+    async def execute_async(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Callable[[dict[str, Any], ExecutionContext], Awaitable[Any]],
+        *,
+        token: str | None = None,
+        **given: Any,
+    ) -> dict[str, Any]:
+        """`execute` for a coroutine `function(arguments, context)`, on the caller's event loop:
+        the check and the recording run there (pure CPU), the tool is awaited, no thread."""
+        try:
+            return await self.runtime.execute_async(tool, arguments, function, token=token, **given)
+        except engine.UnknownCheck as exc:
+            raise RequestRefused(400, {"checks": [str(exc)]}) from exc
 
     def undo(self) -> list[dict[str, Any]]:
         """Undo this run's writes now, last first (a host that cancels the run)."""

@@ -39,7 +39,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -824,6 +824,51 @@ class RuntimeSession:
         `REJECTED` (the arguments), `BLOCKED`, `FAILED`, `UNCERTAIN`. After a refusal, a block or
         a failure, `undone` reports the run's earlier writes undone last first.
         """
+        call, decision, ended = self._before_run(tool, arguments, given)
+        if ended is not None:
+            return ended
+        runner = _as_function(function) if function is not None else self.function(tool)
+        if runner is None:
+            return self._undo_into(
+                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+            )
+        return self.run_allowed(
+            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
+        )
+
+    async def execute_async(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        function: Callable[[dict[str, Any], ExecutionContext], Awaitable[Any]],
+        *,
+        authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
+        user: str = "",
+        **given: Any,
+    ) -> dict[str, Any]:
+        """`execute` for a coroutine `function(arguments, context)`, awaited on the caller's loop.
+
+        The same check, executor rules, recording and undo; the check and the recording are pure
+        CPU and run where the caller is, so a door on an event loop (the MCP gateway) makes no
+        thread hop per call. The caller serialises calls of one session.
+        """
+        call, decision, ended = self._before_run(tool, arguments, given)
+        if ended is not None:
+            return ended
+        from stalwart_agents.client import execute_here_async
+
+        blocked = self._blocked(call)
+        if blocked is not None:
+            return blocked
+        outcome = await execute_here_async(
+            function=function, **self._executor_inputs(call, user, authorize)
+        )
+        return self._after_run(call, decision, outcome, given.get("cost"))
+
+    def _before_run(
+        self, tool: str, arguments: Mapping[str, Any], given: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Decision, dict[str, Any] | None]:
+        """The call and its decision, with the outcome when it is not to run (refused, confirm)."""
         call = self.call_of(tool, arguments, **given)
         options = {k: given[k] for k in OPTIONS if k in given}
         decision = self.check_call(call, **options)
@@ -838,22 +883,19 @@ class RuntimeSession:
                 "reasons": list(decision.reasons),
                 "detail": decision.detail,
             }
-            return self._undo_into(outcome)
+            return call, decision, self._undo_into(outcome)
         if decision.decision == CONFIRM:
-            return {
-                "outcome": "CONFIRM",
-                "reasons": list(decision.reasons),
-                "detail": decision.detail,
-                "approval": decision.detail.get("approval"),
-            }
-        runner = _as_function(function) if function is not None else self.function(tool)
-        if runner is None:
-            return self._undo_into(
-                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+            return (
+                call,
+                decision,
+                {
+                    "outcome": "CONFIRM",
+                    "reasons": list(decision.reasons),
+                    "detail": decision.detail,
+                    "approval": decision.detail.get("approval"),
+                },
             )
-        return self.run_allowed(
-            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
-        )
+        return call, decision, None
 
     def run_allowed(
         self,
@@ -867,33 +909,52 @@ class RuntimeSession:
     ) -> dict[str, Any]:
         """Run a call the check allowed (the executor's rules) and record it (with the `cost`
         the host reports, where it reports one)."""
-        tool = str(call["tool"])
-        known = self.wired.catalogue.tools.get(tool)
         from stalwart_agents.client import execute_here
 
-        blocked = (
-            self.controls.blocked(self, tool, known is None or known.kind != "read")
-            if self.controls is not None
-            else None
-        )
+        blocked = self._blocked(call)
         if blocked is not None:
-            return self._undo_into(
-                {"outcome": "BLOCKED", "reasons": [blocked], "detail": {"tool": tool}}
-            )
+            return blocked
+        outcome = execute_here(function=runner, **self._executor_inputs(call, user, authorize))
+        return self._after_run(call, decision, outcome, cost)
 
-        outcome = execute_here(
-            ledger=self.ledger,
-            entries=[entry.content for entry in self.history],
-            tool=tool,
-            arguments=call.get("arguments") or {},
-            function=runner,
-            write=known is None or known.kind != "read",
-            tenant=self.tenant,
-            session=self.history.session,
-            agent=str(call.get("agent") or self.agent),
-            user=user,
-            authorize=authorize,
+    def _blocked(self, call: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The console's write switch, for a session deciding from a bundle (`controls`): a
+        `BLOCKED` outcome (the run undone) where it is off for this call, else None."""
+        if self.controls is None:
+            return None
+        tool = str(call["tool"])
+        known = self.wired.catalogue.tools.get(tool)
+        reason = self.controls.blocked(self, tool, known is None or known.kind != "read")
+        if reason is None:
+            return None
+        return self._undo_into(
+            {"outcome": "BLOCKED", "reasons": [reason], "detail": {"tool": tool}}
         )
+
+    def _executor_inputs(
+        self, call: Mapping[str, Any], user: str, authorize: Any
+    ) -> dict[str, Any]:
+        """What the executor's rules read of this session for `call` (a write's step reads the
+        history; a read's does not, so a read never copies it)."""
+        tool = str(call["tool"])
+        known = self.wired.catalogue.tools.get(tool)
+        write = known is None or known.kind != "read"
+        return {
+            "ledger": self.ledger,
+            "entries": [entry.content for entry in self.history] if write else (),
+            "tool": tool,
+            "arguments": call.get("arguments") or {},
+            "write": write,
+            "tenant": self.tenant,
+            "session": self.history.session,
+            "agent": str(call.get("agent") or self.agent),
+            "user": user,
+            "authorize": authorize,
+        }
+
+    def _after_run(
+        self, call: Mapping[str, Any], decision: Decision, outcome: dict[str, Any], cost: Any
+    ) -> dict[str, Any]:
         if outcome["outcome"] == "SUCCEEDED":
             if not outcome.pop("suppressed", False):
                 self.record_call(call, outcome["result"], cost=cost)

@@ -1,17 +1,22 @@
 """Latency the gateway adds to a `tools/call`, against the same call made directly, and calls/s.
 
 For each transport (stdio, streamable HTTP) the same MCP client calls the same read tool of the
-same upstream server, first directly, then through `stalwart gateway` (in this process's Python,
-in-process tool check, approved pins): the added latency is the difference of the percentiles.
-A read is measured, so nobody is asked; the gateway still runs the whole path (tool check,
-executor, recording in the signed history). Calls/s is sequential (one call at a time) and with
-`--concurrency` calls in flight on one connection.
+same upstream server directly and through `stalwart gateway` (a process of its own: in-process tool
+check, approved pins), the two taken call by call in turn so both meet the same load: the added
+latency is the difference of the percentiles. A read is measured, so nobody is asked; the gateway
+still runs the whole path (tool check, executor, recording in the signed history). Calls/s is
+sequential (one call at a time) and with `--concurrency` calls in flight on one connection.
+
+A third row, "in process", is what the gateway's own code adds without its MCP hop: a `Gateway`
+in this process calls the stdio upstream through `gateway.call_tool` (check, executor, record)
+and, in turn, through the upstream's own client; the difference is the check's cost at the door.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -51,34 +56,80 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-async def _measure(target, calls: int, concurrency: int, name: str) -> dict[str, float]:  # noqa: ANN001
-    async with mcp.Client(target) as client:
-        await client.list_tools()
+async def _measure(direct, through, calls: int, concurrency: int) -> tuple[dict, dict]:  # noqa: ANN001
+    """The same read, direct and through the gateway, call by call in turn (both meet the same
+    load), then each side's rate with `concurrency` calls in flight on one connection."""
+    async with mcp.Client(direct) as plain, mcp.Client(through) as gated:
+        sides = ((plain, "get_order"), (gated, "bench.get_order"))
+        for client, _ in sides:
+            await client.list_tools()
         for _ in range(min(50, calls)):
-            await client.call_tool(name, {"order_id": "A1"})
-        times = []
+            for client, name in sides:
+                await client.call_tool(name, {"order_id": "A1"})
+        times: tuple[list[float], list[float]] = ([], [])
         for index in range(calls):
+            for (client, name), kept in zip(sides, times, strict=True):
+                began = time.perf_counter()
+                result = await client.call_tool(name, {"order_id": f"A{index}"})
+                kept.append((time.perf_counter() - began) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"{name} failed: {result.content}")
+        rows = []
+        for (client, name), kept in zip(sides, times, strict=True):
             began = time.perf_counter()
-            result = await client.call_tool(name, {"order_id": f"A{index}"})
-            times.append((time.perf_counter() - began) * 1000)
-            if result.is_error:
-                raise SystemExit(f"{name} failed: {result.content}")
-        began = time.perf_counter()
 
-        async def worker(count: int) -> None:
-            for index in range(count):
-                await client.call_tool(name, {"order_id": f"B{index}"})
+            async def worker(count: int, client=client, name=name) -> None:  # noqa: ANN001
+                for index in range(count):
+                    await client.call_tool(name, {"order_id": f"B{index}"})
 
-        async with anyio.create_task_group() as group:
-            for _ in range(concurrency):
-                group.start_soon(worker, calls // concurrency)
-        parallel = (calls // concurrency * concurrency) / (time.perf_counter() - began)
-    return {
-        "p50": statistics.median(times),
-        "p99": _pct(times, 99),
-        "rate": 1000 / statistics.mean(times),
-        "parallel": parallel,
-    }
+            async with anyio.create_task_group() as group:
+                for _ in range(concurrency):
+                    group.start_soon(worker, calls // concurrency)
+            parallel = (calls // concurrency * concurrency) / (time.perf_counter() - began)
+            rows.append(
+                {
+                    "p50": statistics.median(kept),
+                    "p99": _pct(kept, 99),
+                    "rate": 1000 / statistics.mean(kept),
+                    "parallel": parallel,
+                }
+            )
+    return rows[0], rows[1]
+
+
+async def _in_process(config: Path, calls: int) -> tuple[dict, dict]:
+    from stalwart_agents.gateway import Gateway, load_config
+
+    async with Gateway(load_config(config)) as gateway:
+        upstream = gateway.upstreams["bench"]
+        sides = (
+            lambda i: upstream.call_tool("get_order", {"order_id": f"A{i}"}),
+            lambda i: gateway.call_tool("bench.get_order", {"order_id": f"A{i}"}),
+        )
+        for index in range(min(50, calls)):
+            for side in sides:
+                await side(index)
+        times: tuple[list[float], list[float]] = ([], [])
+        for index in range(calls):
+            for side, kept in zip(sides, times, strict=True):
+                began = time.perf_counter()
+                result = await side(index)
+                kept.append((time.perf_counter() - began) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"in process: {result.content}")
+    return tuple(  # type: ignore[return-value]
+        {"p50": statistics.median(kept), "p99": _pct(kept, 99), "rate": 1000 / statistics.mean(kept),
+         "parallel": float("nan")}
+        for kept in times
+    )  # fmt: skip
+
+
+def _with_token(url: str, token: str):  # noqa: ANN202
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http)
 
 
 def _config(folder: Path, upstream: str) -> Path:
@@ -98,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args(argv)
     calls = args.calls or (200 if args.quick else 1000)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    token = secrets.token_urlsafe(24)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_GATEWAY_TOKEN": token}
     python = sys.executable
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
@@ -117,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             cwd=str(ROOT),
             env=env,
         )
-        rows.append(("stdio", anyio.run(_measure, direct, calls, args.concurrency, "get_order"),
-                     anyio.run(_measure, through, calls, args.concurrency, "bench.get_order")))  # fmt: skip
+        loads = [os.getloadavg()[0]]
+        rows.append(("stdio", *anyio.run(_measure, direct, through, calls, args.concurrency)))
+        rows.append(("in process (stdio upstream)", *anyio.run(_in_process, config, calls)))
         # HTTP: the upstream listens; the gateway listens in front of it.
         up_port, gw_port = _port(), _port()
         upstream = subprocess.Popen(  # noqa: S603
@@ -131,19 +184,17 @@ def main(argv: list[str] | None = None) -> int:
             config = _config(folder, f"    url: http://127.0.0.1:{up_port}/mcp\n")
             gateway = subprocess.Popen(  # noqa: S603
                 [python, "-m", "stalwart_agents", "gateway", "--config", str(config),
-                 "--http", "--port", str(gw_port)],
+                 "--http", "--port", str(gw_port), "--token-env", "BENCH_GATEWAY_TOKEN"],
                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             _wait(gw_port, gateway)
+            loads.append(os.getloadavg()[0])
             rows.append(
-                (
-                    "HTTP",
-                    anyio.run(_measure, f"http://127.0.0.1:{up_port}/mcp", calls,
-                              args.concurrency, "get_order"),
-                    anyio.run(_measure, f"http://127.0.0.1:{gw_port}/mcp", calls,
-                              args.concurrency, "bench.get_order"),
-                )
+                ("HTTP", *anyio.run(_measure, f"http://127.0.0.1:{up_port}/mcp",
+                                    _with_token(f"http://127.0.0.1:{gw_port}/mcp", token), calls,
+                                    args.concurrency))
             )  # fmt: skip
+            loads.append(os.getloadavg()[0])
         finally:
             for process in (gateway, upstream):
                 if process is not None:
@@ -152,16 +203,24 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"gateway benchmark: {calls} sequential calls per run, {args.concurrency} in flight for the parallel rate"
     )
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
-        "| transport | direct p50 ms | direct p99 ms | gateway p50 ms | gateway p99 ms | added p50 ms | added p99 ms | gateway calls/s (1 / 8 in flight) |"
+        f"load average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run, on "
+        f"{os.cpu_count()} cores; direct and gateway calls taken in turn"
+    )
+    print(
+        f"| transport | direct p50 ms | direct p99 ms | gateway p50 ms | gateway p99 ms | added p50 ms | added p99 ms | direct calls/s (1 / {args.concurrency} in flight) | gateway calls/s (1 / {args.concurrency} in flight) |"
     )  # noqa: E501
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def rate(row: dict) -> str:
+        parallel = row["parallel"]
+        return f"{row['rate']:.0f}" + ("" if parallel != parallel else f" / {parallel:.0f}")
+
     for name, direct_row, gateway_row in rows:
         print(
             f"| {name} | {direct_row['p50']:.2f} | {direct_row['p99']:.2f} | {gateway_row['p50']:.2f} | "
             f"{gateway_row['p99']:.2f} | {gateway_row['p50'] - direct_row['p50']:.2f} | "
-            f"{gateway_row['p99'] - direct_row['p99']:.2f} | {gateway_row['rate']:.0f} / "
-            f"{gateway_row['parallel']:.0f} |"
+            f"{gateway_row['p99'] - direct_row['p99']:.2f} | {rate(direct_row)} | "
+            f"{rate(gateway_row)} |"
         )
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from console import gateways
 from console.api import bundle, controls, views
 
 urlpatterns = [
@@ -16,6 +17,12 @@ urlpatterns = [
     path("bundle", bundle.BundleView.as_view(), name="api-bundle"),
     path("bundle/key", bundle.BundleKeyView.as_view(), name="api-bundle-key"),
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
+    path("gateways", gateways.GatewayListView.as_view(), name="api-gateways"),
+    path(
+        "gateways/<str:name>/report",
+        gateways.GatewayReportView.as_view(),
+        name="api-gateway-report",
+    ),
     path("controls/writes", controls.WritesView.as_view(), name="api-controls-writes"),
     path(
         "controls/holds/<int:pk>/release",

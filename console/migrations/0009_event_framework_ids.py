@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0005_said_check_modes"),
+        ("console", "0006_gateways"),
     ]
 
     operations = [

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -107,18 +107,56 @@ def call_tool(
         key = retry_key(context.key, attempt) if context.key else ""
         try:
             value = function(dict(arguments), replace(context, key=key, attempt=attempt))
-        except TimeoutError as exc:
-            if attempt == TIMEOUT_ATTEMPTS:
-                return "uncertain", f"TimeoutError: {exc}"
-            time.sleep(backoff * attempt)
-            continue
-        except PermissionError as exc:
-            return "blocked", str(exc)
         except Exception as exc:  # noqa: BLE001 - the caller reports it, redacted
-            return "failed", f"{type(exc).__name__}: {exc}"
-        if isinstance(value, Replayed):
-            return "replayed", value.result
-        return "result", value
+            status, why = _failure(exc, attempt)
+            if status is None:
+                time.sleep(backoff * attempt)
+                continue
+            return status, why
+        return _success(value)
+
+
+async def call_tool_async(
+    function: Callable[[dict[str, Any], ExecutionContext], Awaitable[Any]],
+    arguments: Mapping[str, Any],
+    context: ExecutionContext,
+    *,
+    backoff: float = 0.05,
+    retry_key: Callable[[str, int], str] = _same_key,
+) -> tuple[str, Any]:
+    """`call_tool` for a coroutine function, awaited on the caller's event loop (no thread)."""
+    import asyncio
+
+    attempt = 0
+    while True:
+        attempt += 1
+        key = retry_key(context.key, attempt) if context.key else ""
+        try:
+            value = await function(dict(arguments), replace(context, key=key, attempt=attempt))
+        except Exception as exc:  # noqa: BLE001 - the caller reports it, redacted
+            status, why = _failure(exc, attempt)
+            if status is None:
+                await asyncio.sleep(backoff * attempt)
+                continue
+            return status, why
+        return _success(value)
+
+
+def _failure(exc: Exception, attempt: int) -> tuple[str | None, str]:
+    """What a tool's exception means: (None, "") to retry a timeout, else its status and why."""
+    if isinstance(exc, TimeoutError):
+        if attempt == TIMEOUT_ATTEMPTS:
+            return "uncertain", f"TimeoutError: {exc}"
+        return None, ""
+    if isinstance(exc, PermissionError):
+        return "blocked", str(exc)
+    return "failed", f"{type(exc).__name__}: {exc}"
+
+
+def _success(value: Any) -> tuple[str, Any]:
+    if isinstance(value, Replayed):
+        return "replayed", value.result
+    return "result", value
 
 
 # Arguments that name a tenant: the identity's tenant is the only one they may name.

@@ -4,6 +4,7 @@
     firewall: ./firewall.json           # optional: a firewall policy, evaluated at `tool_call`
     pins: ./gateway.pins.json           # optional: where `stalwart gateway approve` writes
     approval_timeout: 300               # seconds a call waits for the console's approvers
+    http_token_env: GATEWAY_TOKEN       # --http: the variable holding the clients' bearer token
     servers:
       shop:                             # tools are `shop.<tool>` to the client and the rules
         command: python                 # stdio: a command the gateway starts ...
@@ -50,7 +51,7 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 REFERENCE = re.compile(r"\$\{([^}]*)\}")
 KINDS = ("read", "write", "sends_out")
 
-TOP_KEYS = frozenset({"agent", "firewall", "pins", "approval_timeout", "servers"})
+TOP_KEYS = frozenset({"agent", "firewall", "pins", "approval_timeout", "http_token_env", "servers"})
 SERVER_KEYS = frozenset(
     {
         "command",
@@ -158,6 +159,8 @@ class GatewayConfig:
     firewall: Path | None = None
     pins: Path = Path("gateway.pins.json")
     approval_timeout: float = 300.0
+    #: The environment variable that holds the bearer token `--http` clients must send.
+    http_token_env: str | None = None
 
 
 def _lines(text: str) -> dict[str, int]:
@@ -509,6 +512,10 @@ def read_config(
     ):
         reader.problem("approval_timeout", "must be a number of seconds, above 0 and at most 86400")
         timeout = 300
+    token_env = raw.get("http_token_env")
+    if token_env is not None and (not isinstance(token_env, str) or not ENV_NAME.match(token_env)):
+        reader.problem("http_token_env", "must name an environment variable (letters, digits, _)")
+        token_env = None
     servers_raw = raw.get("servers")
     servers: dict[str, ServerConfig] = {}
     if not isinstance(servers_raw, Mapping) or not servers_raw:
@@ -533,6 +540,7 @@ def read_config(
         firewall=firewall,
         pins=pins,
         approval_timeout=float(timeout),
+        http_token_env=token_env,
     )
 
 

@@ -165,6 +165,70 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
+#: Events kept for the console while it cannot be reached (the oldest are dropped beyond this).
+MAX_QUEUED = 1_000
+#: Events per report (the console's bound).
+EVENTS_PER_REPORT = 100
+
+
+def _bounded(diff: list[str]) -> list[str]:
+    """A diff within what the console takes (200 lines of at most 500 characters)."""
+    return [line if len(line) <= 500 else line[:497] + "..." for line in diff[:200]]
+
+
+class Reporter:
+    """What a gateway tells the console (`POST /v1/gateways/<name>/report`): its servers and their
+    tools at start and on every change, with the events of the change (a tool withdrawn, with its
+    diff; a call its firewall file decided). Sent from a task of its own, never on a call's path;
+    a console that cannot answer is retried with backoff, and a report it refuses is logged."""
+
+    def __init__(self, client: Client, name: str, state: Callable[[], dict[str, Any]]) -> None:
+        self.client = client
+        self.name = name
+        self.state = state
+        self.events: list[dict[str, Any]] = []
+        self.wake = anyio.Event()
+        self.sent = 0  # reports the console accepted
+        self.error: str | None = None
+
+    def note(self, event: Mapping[str, Any] | None = None) -> None:
+        if event is not None:
+            self.events.append(dict(event))
+            del self.events[:-MAX_QUEUED]
+        self.wake.set()
+
+    async def run(self) -> None:
+        from urllib.parse import quote
+
+        path = f"/v1/gateways/{quote(self.name, safe='')}/report"
+        backoff = 0.5
+        while True:
+            await self.wake.wait()
+            self.wake = anyio.Event()
+            events, self.events = self.events[:EVENTS_PER_REPORT], self.events[EVENTS_PER_REPORT:]
+            if self.events:
+                self.wake.set()
+            body = {"servers": self.state(), "events": events}
+            try:
+                await anyio.to_thread.run_sync(self.client.post, path, body)
+            except SelectorUnavailableError as exc:
+                self.error = str(exc)
+                log.warning("gateway: the console cannot take the report: %s", exc)
+                self.events[:0] = events
+                del self.events[:-MAX_QUEUED]
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+                self.wake.set()
+                continue
+            except RequestRefused as exc:
+                self.error = f"the console refused the report: {exc}"
+                log.error("gateway: %s", self.error)
+                continue
+            backoff = 0.5
+            self.error = None
+            self.sent += 1
+
+
 class Gateway:
     """Upstream servers, the catalogue from them, one session, and the path every call takes."""
 
@@ -193,6 +257,13 @@ class Gateway:
         self.resources: dict[str, str] = {}  # uri -> server
         self._lock = anyio.Lock()
         self._group: Any = None
+        self.reporter: Reporter | None = None
+        for upstream in self.upstreams.values():
+            upstream.on_connect = self._on_connect
+        if self.client.remote:
+            self.reporter = Reporter(self.client, config.agent, self.state)
+            for upstream in self.upstreams.values():
+                upstream.on_lost = lambda _: self.reporter.note()  # type: ignore[union-attr]
 
     # -- starting and stopping ----------------------------------------------------------------
 
@@ -212,7 +283,11 @@ class Gateway:
                 upstream.abandon()
         self._load_firewall()
         self._load_pins()
+        if self.reporter is not None:
+            self._group.start_soon(self.reporter.run)
         self._open_session()
+        if self.reporter is not None:
+            self.reporter.note()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -241,7 +316,12 @@ class Gateway:
             self.pins = {"servers": {}}
 
     def _open_session(self) -> None:
-        listed = {name: up.tools for name, up in self.upstreams.items() if up.error is None}
+        # A server down at start stands in the catalogue with its tools as approved: once it
+        # connects, what it lists is held against those pins (`_on_connect`).
+        listed = {
+            name: up.tools if up.client is not None else self._pinned(name)
+            for name, up in self.upstreams.items()
+        }
         try:
             self.catalogue, self.entries = catalogue_builder.build(self.config, listed, self.pins)
         except catalogue_builder.CatalogueUnusable as exc:
@@ -260,6 +340,14 @@ class Gateway:
         except (SelectorUnavailableError, RequestRefused) as exc:
             self.session_error = f"the tool check cannot answer: {exc}"
             log.error("gateway: %s", self.session_error)
+
+    def _pinned(self, server: str) -> list[dict[str, Any]]:
+        tools = self.pins.get("servers", {}).get(server, {}).get("tools", {})
+        return [
+            dict(pin["definition"])
+            for pin in tools.values()
+            if isinstance(pin, Mapping) and isinstance(pin.get("definition"), Mapping)
+        ]
 
     def _content_tools(self) -> list[dict[str, Any]]:
         """Catalogue entries that stand for reading a server's resources and prompts.
@@ -297,6 +385,50 @@ class Gateway:
         if entry.withdrawn == "changed":
             event["diff"] = pinning.diff(before, entry.definition)
         log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
+        if self.reporter is not None:
+            self.reporter.note(
+                {
+                    "kind": "tool_withdrawn",
+                    "server": entry.server,
+                    "tool": entry.name,
+                    "why": entry.withdrawn,
+                    "at": event["at"],
+                    "diff": _bounded(event.get("diff", [])),
+                }
+            )
+
+    def state(self) -> dict[str, Any]:
+        """Each server's state and its tools, pinned or withdrawn (what the console page shows)."""
+        servers: dict[str, Any] = {}
+        for name, upstream in self.upstreams.items():
+            tools = []
+            for entry in self.entries.values():
+                if entry.server != name:
+                    continue
+                changed = self.changed.get(entry.name)
+                why = "changed" if changed is not None else (entry.withdrawn or "")
+                diff = changed or []
+                if entry.withdrawn == "changed":
+                    diff = pinning.diff(
+                        pinning.approved(self.pins, name, entry.tool), entry.definition
+                    )
+                tools.append(
+                    {
+                        "name": entry.tool,
+                        "digest": pinning.digest(entry.definition),
+                        "kind": entry.kind if entry.kind in ("read", "write") else "unknown",
+                        "status": "withdrawn" if why else "pinned",
+                        "why": why,
+                        "diff": _bounded(diff),
+                    }
+                )
+            down = upstream.client is None
+            servers[name] = {
+                "state": "down" if down else "connected",
+                "error": (upstream.error or "")[:500],
+                "tools": tools[:500],
+            }
+        return servers
 
     # -- tools/list -----------------------------------------------------------------------------
 
@@ -308,7 +440,7 @@ class Gateway:
         """
         offered = []
         for upstream in self.upstreams.values():
-            if upstream.error is not None or upstream.client is None:
+            if upstream.client is None:
                 continue
             try:
                 now = await upstream.list_tools()
@@ -318,20 +450,48 @@ class Gateway:
                 )
                 continue
             upstream.tools = now
-            for defined in now:
-                name = f"{upstream.name}.{defined.get('name')}"
-                entry = self.entries.get(name)
-                if entry is None or entry.withdrawn or name in self.changed:
-                    continue
-                if pinning.digest(defined) != pinning.digest(entry.definition):
-                    self.changed[name] = pinning.diff(entry.definition, defined)
-                    self._report_withdrawn(
-                        replace(entry, definition=defined, withdrawn="changed"),
-                        at_start=False,
-                    )
-                    continue
-                offered.append(self._tool_of(entry))
+            offered.extend(self._compare(upstream.name, now))
         return offered
+
+    def _compare(self, server: str, now: list[dict[str, Any]]) -> list[types.Tool]:
+        """The tools of `server` as it lists them now that are still as approved; one changed since
+        is withdrawn from here on, and the change reported with its diff."""
+        offered = []
+        for defined in now:
+            name = f"{server}.{defined.get('name')}"
+            entry = self.entries.get(name)
+            if entry is None or entry.withdrawn or name in self.changed:
+                continue
+            if pinning.digest(defined) != pinning.digest(entry.definition):
+                self.changed[name] = pinning.diff(entry.definition, defined)
+                self._report_withdrawn(
+                    replace(entry, definition=defined, withdrawn="changed"), at_start=False
+                )
+                continue
+            offered.append(self._tool_of(entry))
+        return offered
+
+    async def _on_connect(self, upstream: Upstream) -> None:
+        """A server connected (again): what it lists now is held against the pins, as on a
+        `tools/list` (a server restarted with other tools offers none of the changed ones)."""
+        if self.entries:
+            self._compare(upstream.name, upstream.tools)
+        if self.reporter is not None:
+            self.reporter.note()
+
+    async def _reachable(self, name: str) -> None:
+        """The call's server is connected, or connected again now; else a `Refusal` saying why."""
+        upstream = self.upstreams.get(name.partition(".")[0])
+        if upstream is None or upstream.client is not None:
+            return
+        was_down = upstream.failures
+        if await upstream.reconnect():
+            return
+        if self.reporter is not None and upstream.failures != was_down:
+            self.reporter.note()
+        raise Refusal(
+            ["upstream_unavailable"], upstream.down() or f"`{upstream.name}` is not connected"
+        )
 
     @staticmethod
     def _tool_of(entry: catalogue_builder.Entry) -> types.Tool:
@@ -379,12 +539,6 @@ class Gateway:
             )
         if self.firewall_error is not None:
             raise Refusal(["firewall_unavailable"], self.firewall_error)
-        server, _, _ = name.partition(".")
-        upstream = self.upstreams.get(server)
-        if upstream is not None and (upstream.error is not None or upstream.client is None):
-            raise Refusal(
-                ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
-            )
         if name in self.changed:
             raise Refusal(
                 ["withdrawn"],
@@ -435,6 +589,7 @@ class Gateway:
         self, name: str, arguments: dict[str, Any], elicit: Elicit | None, input_required: bool
     ) -> types.CallToolResult | types.InputRequiredResult:
         entry = self._entry(name)
+        await self._reachable(name)
         async with self._lock:
             check = await self._check(name, arguments)
         if check.decision == "refuse":
@@ -444,6 +599,18 @@ class Gateway:
         verdict = self._firewall(name, arguments)
         if verdict is not None:
             rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
+            if self.reporter is not None and verdict.verdict != "allow":
+                self.reporter.note(
+                    {
+                        "kind": "firewall",
+                        "server": name.partition(".")[0],
+                        "tool": name,
+                        "decision": verdict.decision,
+                        "verdict": str(verdict.verdict)[:32],
+                        "rule": str(rule)[:200],
+                        "session": str(getattr(self.session, "id", ""))[:128],
+                    }
+                )
             if verdict.decision == "refuse":
                 raise Refusal([f"firewall: {rule}"], f"`{name}` is denied by the firewall")
             if verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping):
@@ -560,6 +727,7 @@ class Gateway:
         if not accepted(answer):
             raise Refusal(pending.reasons, f"`{name}` was not approved: the person said no")
         entry = self._entry(name)
+        await self._reachable(name)
         token = self._token(pending.check, name, pending.forwarded)
         return await self._run(name, pending.forwarded, token, entry)
 
@@ -576,16 +744,29 @@ class Gateway:
         if entry is None:  # the check allowed a tool no server offers: never forwarded
             raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
         upstream = self.upstreams[entry.server]
+        returned: dict[int, tuple[Any, types.CallToolResult]] = {}
+
+        async def forward_async(arguments: dict[str, Any], context: Any) -> Any:
+            result = await upstream.call_tool(entry.tool, arguments)
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            returned[id(dumped)] = (dumped, result)  # handed back as it came, not parsed again
+            return dumped
 
         def forward(arguments: dict[str, Any], context: Any) -> Any:  # the executor's form
-            result = anyio.from_thread.run(upstream.call_tool, entry.tool, arguments)
-            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return anyio.from_thread.run(forward_async, arguments, context)
 
         async with self._lock:
             try:
-                outcome = await anyio.to_thread.run_sync(
-                    lambda: session.execute(name, arguments, forward, token=token)
-                )
+                if isinstance(session, LocalSession):
+                    # In this process the check and the record are pure CPU: they run on the
+                    # event loop, and the upstream call is awaited there (no thread per call).
+                    outcome = await session.execute_async(
+                        name, arguments, forward_async, token=token
+                    )
+                else:  # the console's HTTP round trips block: a worker thread waits for them
+                    outcome = await anyio.to_thread.run_sync(
+                        lambda: session.execute(name, arguments, forward, token=token)
+                    )
             except SelectorUnavailableError as exc:
                 raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
             except RequestRefused as exc:
@@ -594,7 +775,11 @@ class Gateway:
                 ) from None
         kind = outcome.get("outcome")
         if kind == "SUCCEEDED":
-            return types.CallToolResult.model_validate(outcome.get("result") or {"content": []})
+            result = outcome.get("result")
+            held = returned.get(id(result))
+            if held is not None and held[0] is result:
+                return held[1]
+            return types.CallToolResult.model_validate(result or {"content": []})
         reasons = [str(r) for r in outcome.get("reasons") or []]
         if kind in ("REFUSED", "REJECTED", "CONFIRM"):
             raise Refusal(reasons, f"`{name}` is refused")
@@ -618,7 +803,7 @@ class Gateway:
             ) from None
 
     def _connected(self) -> list[Upstream]:
-        return [u for u in self.upstreams.values() if u.error is None and u.client is not None]
+        return [u for u in self.upstreams.values() if u.client is not None]
 
     async def list_resources(self) -> list[types.Resource]:
         found = []

@@ -9,6 +9,7 @@ not declare elicitation is never asked this way.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as types
@@ -87,20 +88,164 @@ def _error(refused: Refusal) -> Exception:
     return MCPError(types.INVALID_PARAMS, str(refused), {"reasons": refused.reasons})
 
 
+#: The longest line (one JSON-RPC message) the stdio transport reads from the client.
+MAX_LINE = 32 * 1024 * 1024
+
+
+class _Lines:
+    """The client's stdin as lines, read on the event loop (the SDK's reader uses a thread)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        import asyncio
+
+        try:
+            line = await self.reader.readline()
+        except (asyncio.LimitOverrunError, ValueError):
+            # A message over MAX_LINE: dropped up to its end, answered as a parse error.
+            while True:
+                try:
+                    await self.reader.readuntil(b"\n")
+                    break
+                except asyncio.LimitOverrunError as exc:
+                    await self.reader.readexactly(exc.consumed)
+                except asyncio.IncompleteReadError:
+                    break
+            return "\n"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _Out:
+    """The client's stdout, written on the event loop."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def _loop_stdio() -> tuple[Any, Any, Any] | None:
+    """stdin and stdout as event-loop pipes, with fd 0 and 1 diverted (/dev/null, stderr) so
+    nothing else in the process writes on the wire; None where they are not pipes (a file, a
+    terminal), and the SDK's own transport serves them."""
+    import asyncio
+    import os
+    import sys
+
+    loop = asyncio.get_running_loop()
+    try:
+        wire_in, wire_out = os.dup(0), os.dup(1)
+    except OSError:
+        return None
+    stdin = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+    stdout = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+    try:
+        reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, stdout
+        )
+    except (OSError, ValueError):  # not a pipe: the SDK's transport, as it is
+        os.close(wire_in)
+        os.close(wire_out)
+        return None
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(sys.stderr.fileno(), 1)
+
+    def restore() -> None:
+        transport.close()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+
+    return _Lines(reader), _Out(writer), restore
+
+
 async def serve_stdio(gateway: Gateway) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(gateway)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    pipes = await _loop_stdio()
+    if pipes is None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return
+    lines, out, restore = pipes
+    try:
+        async with stdio_server(lines, out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        restore()
 
 
-async def serve_http(gateway: Gateway, *, host: str, port: int, ready: Any = None) -> None:
+class BearerOnly:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`; any other
+    is answered 401 before the MCP app (or any upstream) sees it. The token is compared in
+    constant time and never logged or echoed."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        if not token:
+            raise ValueError("an empty token would let anyone in")
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import hmac
+
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                given = value
+                break
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        why = (
+            "a bearer token is required" if not given else "the bearer token is not this gateway's"
+        )
+        body = json.dumps({"error": "unauthorized", "detail": why}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="stalwart-gateway"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+async def serve_http(
+    gateway: Gateway, *, host: str, port: int, token: str, ready: Any = None
+) -> None:
+    """Streamable HTTP on `host:port` (127.0.0.1 unless told otherwise), for clients that send
+    the bearer `token`."""
     import uvicorn
 
     server = build_server(gateway)
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = BearerOnly(server.streamable_http_app(host=host), token)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+    )
     web = uvicorn.Server(config)
     if ready is not None:
         ready(web)

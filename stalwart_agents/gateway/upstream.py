@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -41,8 +42,32 @@ def _reason(exc: BaseException) -> str:
     return text or "the connection failed"
 
 
+#: Reconnection: the first attempt after a loss is made on the next call; after each failed
+#: attempt the next waits twice as long (BACKOFF, 2 x BACKOFF, ...), at most MAX_BACKOFF.
+BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether a call's failure means the connection itself is gone (not a tool's error)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.error.code == CONNECTION_CLOSED
+    if isinstance(exc, (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError)):
+        return True
+    return type(exc).__name__ in ("ConnectError", "RemoteProtocolError", "ReadError", "WriteError")
+
+
 class Upstream:
-    """A connection to one configured server, its tools as last listed, and its state."""
+    """A connection to one configured server, its tools as last listed, and its state.
+
+    A connection that is lost (the server exits, the socket closes) marks the server down with
+    why; the next call asks for a new connection (`reconnect`: a stdio server is started again,
+    an HTTP one reached again), with backoff between failed attempts. While it is down, and
+    between attempts, every call of its tools fails closed naming why and when it is tried again.
+    """
 
     def __init__(self, config: ServerConfig, *, environ: Mapping[str, str] | None = None) -> None:
         self.config = config
@@ -51,9 +76,26 @@ class Upstream:
         self.client: mcp.Client | None = None
         self.error: str | None = None
         self.tools: list[dict[str, Any]] = []
-        self.ready = anyio.Event()
+        self.ready = anyio.Event()  # the first attempt has ended, connected or not
+        self.connections = 0  # connections opened, the first included
+        self.failures = 0  # attempts failed (or connections lost) since the last that worked
+        self.next_attempt = 0.0  # time.monotonic() from which a call may ask for a new one
+        self.configured = True  # False: a missing variable, which no retry can fix
+        #: Called (awaited) with this upstream after each connection opens and lists its tools.
+        self.on_connect: Callable[[Upstream], Awaitable[None]] | None = None
+        #: Called with this upstream when its open connection is found lost.
+        self.on_lost: Callable[[Upstream], None] | None = None
         self._stop = anyio.Event()
+        self._lose = anyio.Event()
+        self._retry = anyio.Event()
+        self._changed = (
+            anyio.Event()
+        )  # set (and replaced) when a connection opens or an attempt ends
+        self._begun = 0  # attempts begun
+        self._ended = 0  # attempts ended (the connection failed, was lost or was closed)
+        self._connecting = False
         self._scope: anyio.CancelScope | None = None
+        self._attempt_scope: anyio.CancelScope | None = None
 
     def _transport(self) -> Any:
         server = self.config
@@ -68,30 +110,61 @@ class Upstream:
         return http, streamable_http_client(server.url or "", http_client=http)
 
     async def run(self) -> None:
-        """Open the connection, list the tools, and hold it until `close` (a task of its own)."""
+        """Open the connection and hold it until `close`; once lost, open it again each time a
+        call asks (`reconnect`). A task of its own for the life of the gateway."""
         with anyio.CancelScope() as scope:
             self._scope = scope
-            try:
-                transport = self._transport()
-                if isinstance(transport, tuple):
-                    http, transport = transport
-                    async with http:
-                        await self._serve(transport)
-                else:
-                    await self._serve(transport)
-            except MissingVariable as exc:
-                self.error = f"the server `{self.name}` is not configured: {exc}"
-            except Exception as exc:  # noqa: BLE001 - one server down never stops the others
-                self.error = self.error or (
-                    f"the server `{self.name}` cannot be reached: {_reason(exc)}"
-                )
-            finally:
-                self.client = None
-                if self.error is None and not self._stop.is_set():
-                    self.error = f"the server `{self.name}` closed its connection"
+            while not self._stop.is_set():
+                self._retry = anyio.Event()
+                self._begun += 1
+                self._connecting = True
+                try:
+                    await self._attempt()
+                finally:
+                    self._connecting = False
+                    self._ended += 1
+                    self._signal()
                 self.ready.set()
-        if self.error:
+                if self._stop.is_set() or not self.configured:
+                    break
+                await self._retry.wait()
+        self.ready.set()
+
+    def _signal(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def _attempt(self) -> None:
+        self._lose = anyio.Event()
+        with anyio.CancelScope() as self._attempt_scope:
+            await self._connect()
+        if self.error is not None and not self._stop.is_set():
+            self.failures += 1
+            wait = (
+                0.0 if self.failures == 1 else min(MAX_BACKOFF, BACKOFF * 2 ** (self.failures - 2))
+            )
+            self.next_attempt = time.monotonic() + wait
             log.warning("gateway: %s", self.error)
+
+    async def _connect(self) -> None:
+        try:
+            transport = self._transport()
+            if isinstance(transport, tuple):
+                http, transport = transport
+                async with http:
+                    await self._serve(transport)
+            else:
+                await self._serve(transport)
+        except MissingVariable as exc:
+            self.error = f"the server `{self.name}` is not configured: {exc}"
+            self.configured = False
+        except Exception as exc:  # noqa: BLE001 - one server down never stops the others
+            if not self._lose.is_set():  # a lost connection keeps the reason it was lost for
+                self.error = f"the server `{self.name}` cannot be reached: {_reason(exc)}"
+        finally:
+            self.client = None
+            if self.error is None and not self._stop.is_set():
+                self.error = f"the server `{self.name}` closed its connection"
 
     async def _serve(self, transport: Any) -> None:
         client = mcp.Client(
@@ -100,8 +173,24 @@ class Upstream:
         async with client:
             self.client = client
             self.tools = await self.list_tools()
+            self.error = None
+            self.failures = 0
+            self.connections += 1
+            if self.connections > 1:
+                log.info("gateway: the server `%s` is connected again", self.name)
+            if self.on_connect is not None:
+                await self.on_connect(self)
+            self._connecting = False
             self.ready.set()
-            await self._stop.wait()
+            self._signal()
+            async with anyio.create_task_group() as group:
+
+                async def stop_on(event: anyio.Event) -> None:
+                    await event.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(stop_on, self._stop)
+                group.start_soon(stop_on, self._lose)
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools now, as pinned definitions (every page, within bounds)."""
@@ -123,14 +212,64 @@ class Upstream:
             raise ConnectionError(self.error or f"the server `{self.name}` is not connected")
         return self.client
 
+    def down(self) -> str | None:
+        """Why a call of this server cannot be made now (None: it can), with when it is retried."""
+        if self.client is not None:
+            return None
+        why = self.error or f"the server `{self.name}` is not connected"
+        if not self.configured or self._stop.is_set():
+            return why
+        wait = self.next_attempt - time.monotonic()
+        if wait > 0:
+            return f"{why} (tried {self.failures} time{'s' if self.failures != 1 else ''}; the next attempt in {wait:.0f} s)"  # noqa: E501
+        return why
+
+    async def reconnect(self) -> bool:
+        """Open a new connection for a call, where backoff allows one now; True when connected."""
+        if self.client is not None:
+            return True
+        if not self.configured or self._stop.is_set() or time.monotonic() < self.next_attempt:
+            return False
+        # An attempt under way (the first, or one another call asked for) is waited for; else
+        # one more is asked for -- also while a lost connection is still being torn down.
+        target = self._begun if self._connecting else self._begun + 1
+        if not self._connecting:
+            self._retry.set()
+        with anyio.move_on_after(self.config.timeout):
+            while self.client is None and self._ended < target and not self._stop.is_set():
+                await self._changed.wait()
+        if self.client is None and self.error is None:
+            self.error = (
+                f"the server `{self.name}` cannot be reached: it did not answer within "
+                f"{self.config.timeout:g} s"
+            )
+        return self.client is not None
+
+    def lose(self, why: str) -> None:
+        """The open connection is gone: mark the server down and tear the connection down."""
+        if self.client is None:
+            return
+        self.error = f"the server `{self.name}` closed its connection: {why}"
+        self.client = None
+        self._lose.set()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
     async def call_tool(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        return await self.connected().call_tool(tool, dict(arguments))
+        client = self.connected()
+        try:
+            return await client.call_tool(tool, dict(arguments))
+        except Exception as exc:
+            if _lost(exc):
+                self.lose(_reason(exc))
+            raise
 
     async def close(self) -> None:
         self._stop.set()
+        self._retry.set()
 
     def abandon(self) -> None:
-        """Stop a connection that is still being opened (it did not answer in time)."""
-        self._stop.set()
-        if self._scope is not None:
-            self._scope.cancel()
+        """Give up the connection being opened (it did not answer in time): the server is down
+        with the reason already set, and a later call may try again (`reconnect`)."""
+        if self._attempt_scope is not None:
+            self._attempt_scope.cancel()

@@ -29,7 +29,7 @@ AXE = "/static/vendor/axe-core/axe.min.js"
 def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
     """Something on every page: a policy with a rule, events, an alert."""
     from console import services as console_services
-    from console.models import Event
+    from console.models import Event, Gateway
     from firewall import services
 
     actor = actor_for(editor, organisation)
@@ -67,6 +67,17 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
         tool="crm.read",
         is_alert=True,
         detail={"chain": [[{"id": event.pk, "tool": "refund_card"}]], "actions": []},
+    )
+    pinned = {"name": "get_order", "digest": "a" * 64, "kind": "read", "status": "pinned"}
+    withdrawn = {**pinned, "name": "lookup", "status": "withdrawn", "why": "changed"}
+    withdrawn["diff"] = ['-  "description": "Look up a word."', '+  "description": "Send files."']
+    Gateway.objects.create(  # the Gateways page (in the nav) with a server, pinned and withdrawn
+        organisation=organisation,
+        name="desk",
+        servers={
+            "shop": {"state": "connected", "error": "", "tools": [pinned]},
+            "drift": {"state": "down", "error": "the server `drift` closed", "tools": [withdrawn]},
+        },
     )
     return [
         f"/firewall/{policy.pk}/",

@@ -4,7 +4,8 @@
     python -m tests.gateway.servers web      # fetch_page: a result carrying an injected instruction
     python -m tests.gateway.servers drift    # lookup: its description changes on the second list
 
-Every tool call a server receives is appended to the file `GATEWAY_TEST_CALLS` names (one line,
+A server whose environment names a file `GATEWAY_TEST_DOWN` that exists exits at once (a server
+that cannot be started again). Every tool call a server receives is appended to the file `GATEWAY_TEST_CALLS` names (one line,
 `<server> <tool> <arguments JSON>`), so a test can prove what reached a server and what did not.
 """
 
@@ -128,6 +129,10 @@ def drift() -> Server[Any]:
 
 def main() -> None:
     kind = sys.argv[1]
+    down = os.environ.get("GATEWAY_TEST_DOWN")
+    if down and os.path.exists(down):  # a server that cannot start (for the reconnection test)
+        sys.stderr.write("this server is switched off\n")
+        raise SystemExit(3)
     if kind == "drift":
         import anyio
         from mcp.server.stdio import stdio_server

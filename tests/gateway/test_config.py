@@ -125,3 +125,26 @@ def test_http_needs_a_port_and_a_port_needs_http(tmp_path, capsys) -> None:  # n
     assert "give --port with --http" in capsys.readouterr().err
     assert cli.main(["gateway", "--config", str(path), "--port", "8765"]) == 2
     assert "--port is for --http" in capsys.readouterr().err
+
+
+def test_http_needs_a_bearer_token_from_a_named_variable_and_binds_loopback(
+    tmp_path, capsys, monkeypatch
+) -> None:  # noqa: ANN001
+    import argparse
+
+    from stalwart_agents import cli_gateway
+
+    path = write(tmp_path, GOOD)
+    serve = ["gateway", "--config", str(path), "--http", "--port", "1"]
+    assert cli.main(serve) == 2
+    assert "--http needs a bearer token" in capsys.readouterr().err
+    monkeypatch.delenv("GW_TEST_TOKEN", raising=False)
+    assert cli.main([*serve, "--token-env", "GW_TEST_TOKEN"]) == 1
+    assert "`GW_TEST_TOKEN` holds no bearer token" in capsys.readouterr().err
+    assert cli.main(["gateway", "--config", str(path), "--token-env", "X"]) == 2
+    bad = write(tmp_path, GOOD.replace("servers:", "http_token_env: 'not a name'\nservers:", 1))
+    assert cli.main(["gateway", "--config", str(bad), "--http", "--port", "1"]) == 1
+    assert "http_token_env: must name an environment variable" in capsys.readouterr().err
+    parser = argparse.ArgumentParser()
+    cli_gateway.register(parser)
+    assert parser.parse_args(["--http", "--port", "1"]).host == "127.0.0.1"

@@ -62,3 +62,69 @@ def test_headers_come_from_the_environment_and_never_reach_a_log(
     captured = capsys.readouterr()
     assert SECRET not in caplog.text + captured.out + captured.err
     assert SECRET not in (tmp_path / "gateway.pins.json").read_text(encoding="utf-8")
+
+
+def _serve_web(port: int) -> subprocess.Popen:
+    import socket
+
+    server = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "tests.gateway.servers", "web", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "the HTTP server exited"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise AssertionError("the HTTP server did not listen")
+
+
+def test_an_http_server_that_goes_away_is_reached_again_when_it_is_back(
+    tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    port = free_port()
+    monkeypatch.setenv("GATEWAY_TEST_TOKEN", SECRET)
+    path = tmp_path / "gateway.yaml"
+    path.write_text(
+        f"servers:\n  web:\n    url: http://127.0.0.1:{port}/mcp\n    timeout: 10\n"
+        "    headers: {Authorization: 'Bearer ${GATEWAY_TEST_TOKEN}'}\n",
+        encoding="utf-8",
+    )
+    servers = [_serve_web(port)]
+    try:
+        assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+
+        async def run() -> list:
+            seen = []
+            async with Gateway(load_config(path)) as gateway:
+                seen.append(await gateway.call_tool("web.whoami", {}))
+                servers[0].kill()  # the server this test started goes away
+                servers[0].wait(timeout=10)
+                with anyio.fail_after(60):
+                    seen.append(await gateway.call_tool("web.whoami", {}))  # meets it gone
+                    seen.append(await gateway.call_tool("web.whoami", {}))  # cannot reach it
+                servers.append(await anyio.to_thread.run_sync(_serve_web, port))  # back
+                web = gateway.upstreams["web"]
+                await anyio.sleep(max(0.0, web.next_attempt - time.monotonic()) + 0.1)
+                with anyio.fail_after(60):
+                    seen.append(await gateway.call_tool("web.whoami", {}))
+                seen.append(web.connections)
+            return seen
+
+        first, gone, down, back, connections = anyio.run(run)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+    assert not first.is_error and first.content[0].text == "authorised"
+    assert gone.is_error and down.is_error
+    assert down.structured_content["stalwart"]["reasons"] == ["upstream_unavailable"]
+    assert "the server `web`" in down.content[0].text
+    assert not back.is_error, back.content
+    assert back.content[0].text == "authorised" and connections == 2

@@ -126,8 +126,26 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert not [c for c in calls_of(calls) if c[2].get("amount") == 500]
 
 
+#: The bearer token the HTTP gateway's clients send (from the variable --token-env names).
+TOKEN = "gw-tok-" + "7" * 24
+
+
 def _environ(calls: Path) -> dict[str, str]:
-    return {**os.environ, "GATEWAY_TEST_CALLS": str(calls), "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "GATEWAY_TEST_CALLS": str(calls),
+        "PYTHONPATH": str(ROOT),
+        "GATEWAY_TEST_TOKEN": TOKEN,
+    }
+
+
+def _client(url: str, token: str | None = TOKEN, **given: Any) -> mcp.Client:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    http = create_mcp_http_client(headers=headers)
+    return mcp.Client(streamable_http_client(url, http_client=http), **given)
 
 
 def test_a_client_over_stdio_goes_through_the_gateway(approved_gateway) -> None:  # noqa: ANN001
@@ -155,7 +173,8 @@ def http_gateway(approved_gateway):  # noqa: ANN001, ANN201
     port = free_port()
     process = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "stalwart_agents", "gateway", "--config",
-         str(approved_gateway["config"]), "--http", "--port", str(port)],
+         str(approved_gateway["config"]), "--http", "--port", str(port),
+         "--token-env", "GATEWAY_TEST_TOKEN"],
         env=_environ(calls),
         cwd=str(ROOT),
         stdout=subprocess.DEVNULL,
@@ -181,6 +200,8 @@ def http_gateway(approved_gateway):  # noqa: ANN001, ANN201
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+    logged = process.stderr.read().decode()
+    assert TOKEN not in logged, "the bearer token is never logged"
 
 
 def test_a_client_over_streamable_http_goes_through_the_gateway(
@@ -191,8 +212,53 @@ def test_a_client_over_streamable_http_goes_through_the_gateway(
     person = Person(calls)
 
     async def run() -> None:
-        async with mcp.Client(http_gateway, elicitation_callback=person) as client:
+        async with _client(http_gateway, elicitation_callback=person) as client:
             assert client.protocol_version == "2026-07-28"
             await story(client, person, calls)
 
     anyio.run(run)
+
+
+def test_the_http_gateway_answers_401_without_its_token_and_forwards_nothing(
+    approved_gateway, http_gateway
+) -> None:  # noqa: ANN001
+    import json
+    import urllib.error
+    import urllib.request
+
+    calls = approved_gateway["calls"]
+    calls.write_text("", encoding="utf-8")
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "shop.get_order", "arguments": {"order_id": "A1"}},
+        }
+    ).encode()
+    for header in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
+        request = urllib.request.Request(http_gateway, data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "application/json, text/event-stream")
+        if header:
+            request.add_header("Authorization", header)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)  # noqa: S310
+        assert refused.value.code == 401, header
+        assert TOKEN not in refused.value.read().decode()
+
+    async def wrong() -> None:
+        async with _client(http_gateway, token="not-it") as client:
+            await client.call_tool("shop.get_order", {"order_id": "A2"})
+
+    with pytest.raises(BaseException):  # noqa: B017, PT011 - the SDK's own error for a 401
+        anyio.run(wrong)
+    assert calls.read_text(encoding="utf-8") == "", "nothing reached a server"
+
+    async def right() -> None:
+        async with _client(http_gateway) as client:
+            result = await client.call_tool("shop.get_order", {"order_id": "A3"})
+            assert not result.is_error, result.content
+
+    anyio.run(right)
+    assert calls_of(calls) == [("shop", "get_order", {"order_id": "A3"})]

@@ -1,0 +1,194 @@
+"""Against the console: a gateway reports its servers and pinned tools, and a rug pull is an event.
+
+A real gateway (real MCP servers as subprocesses) with `STALWART_URL` and an API key reports at
+start and on change to `POST /v1/gateways/<name>/report`; a tool whose description changed
+between two `tools/list` is withdrawn and the console records the change, with its diff, as an
+event of the feed; a call its firewall file denies is an event too. The report endpoint is
+authenticated, validated and bounded; the Gateways page is read by every role and only an admin
+may forget a gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import anyio
+import pytest
+
+from tests.gateway.conftest import FIREWALL, server_block
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _wait(predicate, seconds: float = 30.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("the console did not get the report in time")
+        time.sleep(0.1)
+
+
+def test_a_gateway_reports_its_tools_and_a_changed_tool_is_an_event_with_its_diff(
+    live_server, admin, organisation, actor_for, tmp_path, monkeypatch
+):  # noqa: ANN001
+    from console import services as console_services
+    from console.models import Event, Gateway
+    from stalwart_agents import Client, cli
+    from stalwart_agents.gateway import Gateway as McpGateway
+    from stalwart_agents.gateway import load_config
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    monkeypatch.setenv("GATEWAY_TEST_CALLS", str(calls))
+    (tmp_path / "firewall.json").write_text(json.dumps(FIREWALL), encoding="utf-8")
+    path = tmp_path / "gateway.yaml"
+    path.write_text(
+        "agent: desk\nfirewall: ./firewall.json\nservers:\n"
+        + server_block("shop")
+        + server_block("drift")
+    )
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    _, key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="gateway", role="editor"
+    )
+
+    async def run() -> tuple:
+        console = Client(live_server.url, key)
+        gateway = McpGateway(load_config(path), client=console)
+        async with gateway:
+            assert gateway.session is not None, gateway.session_error
+            with anyio.fail_after(30):
+                while gateway.reporter.sent < 1:
+                    await anyio.sleep(0.05)
+            answer = await anyio.to_thread.run_sync(console.get, "/v1/gateways")
+            at_start = answer["gateways"][0]["servers"]
+            listed = {tool.name for tool in await gateway.list_tools()}  # drift changes now
+            denied = await gateway.call_tool("shop.close_account", {"customer_id": "c-1"})
+            with anyio.fail_after(30):
+                while gateway.reporter.sent < 2 or gateway.reporter.events:
+                    await anyio.sleep(0.05)
+            # A server that dies is reported down, with why.
+            pid = await gateway.call_tool("shop.server_pid", {})
+            os.kill(int(pid.content[0].text), signal.SIGKILL)  # the server this test started
+            sent = gateway.reporter.sent
+            with anyio.fail_after(40):
+                await gateway.call_tool("shop.get_order", {"order_id": "A1"})
+                while gateway.reporter.sent <= sent:
+                    await anyio.sleep(0.05)
+            answer = await anyio.to_thread.run_sync(console.get, "/v1/gateways")
+            return at_start, listed, denied, answer["gateways"][0]["servers"]["shop"]
+
+    at_start, listed, denied, shop_down = anyio.run(run)
+    assert shop_down["state"] == "down" and "closed its connection" in shop_down["error"]
+    assert "drift.lookup" not in listed and "shop.get_order" in listed
+    assert denied.is_error
+    shop = {tool["name"]: tool for tool in at_start["shop"]["tools"]}
+    assert at_start["shop"]["state"] == "connected"
+    assert shop["get_order"]["status"] == "pinned" and shop["get_order"]["kind"] == "read"
+    assert at_start["drift"]["tools"][0]["status"] == "pinned"
+
+    _wait(lambda: Event.objects.filter(source="gateway", verdict="withdrawn").exists())
+    gateway = Gateway.objects.get(organisation=organisation, name="desk")
+    drift = gateway.servers["drift"]["tools"][0]
+    assert drift["status"] == "withdrawn" and drift["why"] == "changed"
+    assert any("evil.invalid" in line for line in drift["diff"])
+    event = Event.objects.get(source="gateway", verdict="withdrawn")
+    assert event.tool == "drift.lookup" and event.decision == "refuse" and event.agent == "desk"
+    assert any(line.startswith("+") and "evil.invalid" in line for line in event.detail["diff"])
+    _wait(lambda: Event.objects.filter(source="gateway", stage="tool_call").exists())
+    firewall = Event.objects.get(source="gateway", stage="tool_call", tool="shop.close_account")
+    assert firewall.tool == "shop.close_account" and firewall.decision == "refuse"
+    assert firewall.rule == "no account closing"
+    # the tool check's own decisions are the sessions API's events, as for every door
+    assert Event.objects.filter(source="toolcheck", tool="shop.close_account").exists()
+    assert not [line for line in calls.read_text().splitlines() if "close_account" in line]
+
+
+def _report(**servers):  # noqa: ANN003, ANN202
+    return {"servers": servers, "events": []}
+
+
+TOOL = {"name": "get_order", "digest": "a" * 64, "kind": "read", "status": "pinned"}
+
+
+def test_the_report_endpoint_is_authenticated_validated_and_bounded(
+    admin, auditor, organisation, actor_for, client
+) -> None:  # noqa: ANN001
+    from console import services as console_services
+    from console.models import Gateway
+
+    _, editor_key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="gw", role="editor"
+    )
+    _, auditor_key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="audit", role="auditor"
+    )
+
+    def post(body, key=editor_key, name="desk"):  # noqa: ANN001, ANN202
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+        return client.post(
+            f"/v1/gateways/{name}/report", json.dumps(body), "application/json", **headers
+        )
+
+    good = _report(shop={"state": "connected", "tools": [TOOL]})
+    assert post(good, key=None).status_code in (401, 403)
+    assert post(good, key="sk_wrong").status_code in (401, 403)
+    assert post(good, key=auditor_key).status_code == 403
+    assert not Gateway.objects.exists()
+
+    bad = post(_report(shop={"state": "up", "tools": [{**TOOL, "digest": "x"}]}))
+    assert bad.status_code == 400
+    errors = json.dumps(bad.json())
+    assert "servers.shop.state" in errors and "servers.shop.tools[0].digest" in errors
+    too_many = post(_report(shop={"state": "connected", "tools": [TOOL] * 501}))
+    assert too_many.status_code == 400 and "servers.shop.tools" in json.dumps(too_many.json())
+    event = {"kind": "tool_withdrawn", "server": "shop", "tool": "shop.x", "why": "changed"}
+    long_diff = post({**good, "events": [{**event, "diff": ["+" * 501]}]})
+    assert long_diff.status_code == 400 and "events[0].diff[0]" in json.dumps(long_diff.json())
+    assert post(good, name="no spaces").status_code in (400, 404)
+    assert not Gateway.objects.exists()
+
+    assert post(good).status_code == 200
+    listed = client.get("/v1/gateways", HTTP_AUTHORIZATION=f"Bearer {auditor_key}")
+    assert listed.status_code == 200
+    assert listed.json()["gateways"][0]["servers"]["shop"]["tools"][0]["name"] == "get_order"
+
+
+def test_every_role_reads_the_gateways_page_and_only_an_admin_forgets_one(
+    people, organisation, client_for
+) -> None:  # noqa: ANN001
+    from console.models import Gateway
+
+    withdrawn = {**TOOL, "name": "lookup", "status": "withdrawn", "why": "changed"}
+    withdrawn["diff"] = ['-  "description": "Look up a word."', '+  "description": "evil"']
+    gateway = Gateway.objects.create(
+        organisation=organisation,
+        name="desk",
+        servers={
+            "shop": {"state": "connected", "error": "", "tools": [TOOL]},
+            "drift": {"state": "down", "error": "the server `drift` closed", "tools": [withdrawn]},
+        },
+    )
+    for role in ("admin", "editor", "approver", "auditor"):
+        page = client_for(people[role]).get("/gateways/")
+        assert page.status_code == 200, role
+        text = page.content.decode()
+        assert "shop.get_order" in text and "drift.lookup" in text and "evil" in text
+        assert "the server `drift` closed" in text
+        assert ("Forget this gateway" in text) == (role == "admin"), role
+        if role != "admin":
+            refused = client_for(people[role]).post(f"/gateways/{gateway.pk}/forget")
+            assert refused.status_code == 403, role
+            assert Gateway.objects.filter(pk=gateway.pk).exists()
+    outsider = client_for(people["outsider"]).get("/gateways/")  # another organisation's person
+    assert "shop.get_order" not in outsider.content.decode()
+    assert client_for(people["outsider"]).post(f"/gateways/{gateway.pk}/forget").status_code in (
+        403,
+        404,
+    )
+    done = client_for(people["admin"]).post(f"/gateways/{gateway.pk}/forget")
+    assert done.status_code == 302
+    assert not Gateway.objects.filter(pk=gateway.pk).exists()
