@@ -311,6 +311,17 @@ class Conversation:
     def _action(self, tool: str) -> str:
         return self.phrases("run", tool=tool)
 
+    def _question(self, call: Mapping[str, Any], said: Mapping[str, str] | None) -> str:
+        """The confirm question, from the tool's description and its parameters' titles."""
+        tool = self.router.catalogue.tools.get(str(call["tool"]))
+        return self.phrases.question(
+            str(call["tool"]),
+            call.get("arguments") or {},
+            description=getattr(tool, "description", ""),
+            parameters=getattr(tool, "parameters", None),
+            said=said,
+        )
+
     def _refused(self, reply: Reply, text: str) -> Reply:
         """A call of the run was refused or failed: say so, and undo the run's writes last first."""
         reply.text = text
@@ -363,12 +374,8 @@ class Conversation:
             self._pending_call = call
             reply.waiting = "confirm"
             planned = call == plan.call  # else the gate cleaned it: show the call that runs
-            reply.text = (plan.question if planned else None) or self.phrases(
-                "confirm",
-                action=self._action(call["tool"]),
-                arguments=self.phrases.arguments(
-                    call.get("arguments") or {}, plan.said if planned else None
-                ),
+            reply.text = (plan.question if planned else None) or self._question(
+                call, plan.said if planned else None
             )
             return reply
         self._execute(call, reply)
@@ -506,13 +513,7 @@ class Conversation:
             if decision.decision == CONFIRM:
                 self._pending_call = call
                 reply.waiting = "confirm"
-                texts.append(
-                    self.phrases(
-                        "confirm",
-                        action=self._action(str(call["tool"])),
-                        arguments=self.phrases.arguments(call["arguments"]),
-                    )
-                )
+                texts.append(self._question(call, None))
                 break
             if not self._execute(call, reply):
                 texts.append(reply.text)
