@@ -365,6 +365,7 @@ def _rule_page(request, actor, policy, form: RuleForm, rule: Rule | None, status
         "steps": steps,
         "errors": form.errors,
         "field_errors": field_errors,
+        "invalid": form.invalid_names(),
         "choices": CHOICES,
         "action_url": reverse("firewall-rule", args=[rule.pk])
         if rule

@@ -2,7 +2,30 @@
 // error of a refused form (after a full page load and after htmx swaps one in), and reordering
 // the rules table by drag or by keyboard.
 (function () {
+  // A refused form names its fields in `data-invalid` (a JSON list of names or error paths:
+  // `name`, `clause-0-value`, `catalogue.tools[0].name`): each control found is marked
+  // aria-invalid, an exact name first, else the path's first part.
+  function markInvalid(root) {
+    root.querySelectorAll("form[data-invalid]").forEach(function (form) {
+      var names = [];
+      try { names = JSON.parse(form.dataset.invalid) || []; } catch (e) { names = []; }
+      names.forEach(function (name) {
+        var head = String(name).split(/[.\[]/)[0];
+        var found = null;
+        [name, head].some(function (n) {
+          found = form.querySelector('[name="' + String(n).replace(/"/g, "") + '"]');
+          return found;
+        });
+        if (found) {
+          found.setAttribute("aria-invalid", "true");
+          var folded = found.closest("details");
+          if (folded) { folded.open = true; }  // a field folded away is shown to be fixed
+        }
+      });
+    });
+  }
   function focusFirstError(root) {
+    markInvalid(document);
     var invalid = root.querySelector('[aria-invalid="true"]');
     if (invalid) { invalid.focus(); return; }
     var alert = root.querySelector('form .error[role="alert"], #rule-errors, #import-errors');
