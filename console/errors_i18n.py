@@ -61,6 +61,22 @@ PT_BR: dict[str, str] = {
     "is taken": "já está em uso",
     "a rule of this policy is already named": "uma regra desta política já se chama",
     "a place in the order: a whole number": "um lugar na ordem: um número inteiro",
+    # the catalogue (Try a turn)
+    "names a tool the catalogue does not have:": "nomeia uma ferramenta que o catálogo não tem:",
+    "must be a tool name, not": "precisa ser um nome de ferramenta, não",
+    "must be a mapping": "precisa ser um mapeamento",
+    "must be a list of tools": "precisa ser uma lista de ferramentas",
+    "must be a list of tool names": "precisa ser uma lista de nomes de ferramentas",
+    "must be a JSON Schema": "precisa ser um JSON Schema",
+    "is not a valid JSON Schema": "não é um JSON Schema válido",
+    "must be text": "precisa ser texto",
+    "must be true or false, not": "precisa ser true ou false, não",
+    "is not a field of a tool": "não é um campo de uma ferramenta",
+    "is not a section of a catalogue": "não é uma seção de um catálogo",
+    "is not an argument of the tool:": "não é um argumento da ferramenta:",
+    "names an argument the tool does not declare:": "nomeia um argumento que a ferramenta não "
+    "declara:",
+    "the person's turn, as text": "o turno da pessoa, como texto",
     # Settings
     "the webhook must use https:// (plain http is accepted only for a loopback address)": "o "
     "webhook precisa usar https:// (http simples só é aceito para um endereço de loopback)",

@@ -105,6 +105,11 @@ def policy_import_page(request: HttpRequest) -> HttpResponse:
             "errors": {},
             "default_verdicts": engine.DEFAULT_VERDICTS,
             "import_errors": import_errors,
+            # the control that held what was refused: the name, else the file or the pasted text
+            "import_invalid": [
+                "name" if where == "name" else ("file" if upload else "json")
+                for where in import_errors
+            ][:1],
             "posted": request.POST,
         },
         status=400,
