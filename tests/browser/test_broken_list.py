@@ -15,12 +15,6 @@ from tests.conftest import PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(params=[True, False], ids=["debug", "production"])
-def debug(request, settings):  # noqa: ANN001, ANN201
-    settings.DEBUG = request.param
-    return request.param
-
-
 def _errors(page) -> list[str]:  # noqa: ANN001
     return page.locator("main .error").all_inner_texts()
 

@@ -13,12 +13,6 @@ from tests.conftest import PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(params=[True, False], ids=["debug", "production"])
-def debug(request, settings):  # noqa: ANN001, ANN201
-    settings.DEBUG = request.param
-    return request.param
-
-
 def _order(page) -> list[str]:  # noqa: ANN001
     return page.locator("tr.rule-row").evaluate_all("rows => rows.map(r => r.dataset.rule)")
 
