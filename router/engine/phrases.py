@@ -233,13 +233,23 @@ class Phrases:
         if not what:
             spoken = " ".join(w for w in tool.replace(".", "_").split("_") if w) or tool
             what = self("run_tool", tool=spoken)
-        properties = {}
-        if isinstance(parameters, Mapping) and isinstance(parameters.get("properties"), Mapping):
-            properties = parameters["properties"]
+        properties: Mapping[str, Any] = {}
+        required: list[str] = []
+        if isinstance(parameters, Mapping):
+            if isinstance(parameters.get("properties"), Mapping):
+                properties = parameters["properties"]
+            if isinstance(parameters.get("required"), list):
+                required = [str(n) for n in parameters["required"]]
+        # The schema's order (its `required` list, then its properties), not the arguments': a
+        # stored call's keys come back in the database's order (PostgreSQL's jsonb sorts them).
+        known = [*required, *(n for n in properties if n not in required)]
+        names = sorted(
+            arguments, key=lambda n: (known.index(n) if n in known else len(known), str(n))
+        )
         said = said or {}
         parts = [
-            f"{self.title(name, properties.get(name))} {said.get(name) or self.shown(value)}"
-            for name, value in arguments.items()
+            f"{self.title(name, properties.get(name))} {said.get(name) or self.shown(arguments[name])}"
+            for name in names
         ]
         if not parts:
             return self("confirm_question_bare", what=what)

@@ -87,3 +87,9 @@ def test_the_router_asks_the_catalogues_question_in_english():
     assert plan.kind == "confirm"
     assert plan.question.startswith("Refunds an amount of an order to the card it was paid with")
     assert "(order 4411 and amount 40.00)" in plan.question
+
+
+def test_arguments_are_said_in_the_schemas_order_whatever_order_the_call_keeps():
+    # a call read back from PostgreSQL's jsonb has its keys sorted by length: amount first
+    got = confirm_question("en", "refund_card", {"amount": 40.0, "order_id": "4411"}, entry=REFUND)
+    assert "(order 4411 and amount 40.00)" in got
