@@ -247,6 +247,14 @@ def rule_delete(*, actor: Actor, rule: Rule) -> None:
     )
 
 
+def _set_priority(rule: Rule, priority: int) -> None:
+    """A rule's priority, in its row and in its spec, saved where it changed."""
+    if rule.priority != priority:
+        rule.priority = priority
+        rule.spec = {**rule.spec, "priority": priority}
+        rule.save(update_fields=["priority", "spec", "updated_at"])
+
+
 @transaction.atomic
 def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     """Put the policy's rules in the given order, keeping the priorities they already have.
@@ -268,10 +276,7 @@ def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     for rule in rules:
         priorities.append(max(rule.priority, priorities[-1] + 1) if priorities else rule.priority)
     for rule, priority in zip(ordered, priorities, strict=True):
-        if rule.priority != priority:
-            rule.priority = priority
-            rule.spec = {**rule.spec, "priority": priority}
-            rule.save(update_fields=["priority", "spec", "updated_at"])
+        _set_priority(rule, priority)
     after = [r.name for r in ordered]
     if before != after:
         _bump(policy)
@@ -336,9 +341,7 @@ def rule_place(*, actor: Actor, rule: Rule, index: Any) -> dict[str, tuple[int, 
         new = wanted.get(r.pk, r.priority)
         if new != r.priority:
             changed[r.name] = (r.priority, new)
-            r.priority = new
-            r.spec = {**r.spec, "priority": new}
-            r.save(update_fields=["priority", "spec", "updated_at"])
+            _set_priority(r, new)
     _bump(policy)
     audit_record(
         actor=actor,
