@@ -108,7 +108,10 @@ class SettingsForm(forms.ModelForm):
             "different is shown to the person beside the call; the call is never changed.",
             "compiled_records_only": "Refuse rulebook sources (policy_input_refused); take only compiled records.",
         }
-        widgets = {"licence_valid_until": forms.DateInput(attrs={"type": "date"})}
+        # ISO, whatever the language: a date input reads only `YYYY-MM-DD`.
+        widgets = {
+            "licence_valid_until": forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        }
 
 
 class ApiKeyForm(forms.Form):

@@ -63,6 +63,25 @@ def check_worker(timeout: float | None = None) -> Probe:
     return Probe("worker", False, f"no worker answered within {timeout:g} s")
 
 
+#: How long a page that asks "does a worker answer?" keeps the answer (a ping waits for seconds).
+PING_CACHE_SECONDS = 15
+PING_CACHE_KEY = "stalwart:health:worker-answer"
+
+
+def worker_answer() -> Probe:
+    """The broker, then the health ping to a worker, as one answer kept `PING_CACHE_SECONDS`: what
+    a page polling every few seconds asks without pinging each time."""
+    from django.core.cache import cache
+
+    kept = cache.get(PING_CACHE_KEY)
+    if isinstance(kept, dict):
+        return Probe(**kept)
+    broker = check_broker()
+    found = check_worker() if broker.ok else Probe("worker", False, broker.detail)
+    cache.set(PING_CACHE_KEY, asdict(found), PING_CACHE_SECONDS)
+    return found
+
+
 def health_report() -> dict:
     database = check_database()
     broker = check_broker()

@@ -50,3 +50,42 @@ class ApiQueryMiddleware:
                 field, message = problem
                 return JsonResponse({field: [message]}, status=400)
         return self.get_response(request)
+
+
+class OrganisationLanguageMiddleware:
+    """A page is answered in its organisation's language where it says a form's errors: Django's
+    own form messages come from Django's catalogue (pt-BR), the console's from
+    `console.errors_i18n`. The API keeps English: its errors are read by programs."""
+
+    LANGUAGES = {"pt-BR": "pt-br"}
+
+    def __init__(self, get_response) -> None:  # noqa: ANN001
+        self.get_response = get_response
+
+    def __call__(self, request):  # noqa: ANN001, ANN204
+        chosen = self._language(request)
+        if chosen is None:
+            return self.get_response(request)
+        from django.utils import translation
+
+        with translation.override(chosen):
+            return self.get_response(request)
+
+    def _language(self, request) -> str | None:  # noqa: ANN001
+        if request.path_info.startswith(OPEN_PREFIXES) or not request.user.is_authenticated:
+            return None
+        from django.http import Http404
+
+        from console.access import actor_for_request
+        from console.models import OrganisationSettings
+
+        try:
+            actor = actor_for_request(request)
+        except Http404:
+            return None
+        found = (
+            OrganisationSettings.objects.filter(organisation=actor.organisation)
+            .values_list("language", flat=True)
+            .first()
+        )
+        return self.LANGUAGES.get(found or "")

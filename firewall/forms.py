@@ -18,6 +18,32 @@ from firewall.engine.vocabulary import SEQUENCE_ACTIONS
 EMPTY_CLAUSE = {"path": "$.", "op": "eq", "value": ""}
 EMPTY_STEP = {"tool_glob": "", "min_count": "1", "egress": False}
 _INDEXED = re.compile(r"^((?:sequence\.)?[a-z_]+\[\d+\])")
+_CLAUSE = re.compile(r"^args_match\[(\d+)\](?:\.(path|op|value))?")
+_STEP = re.compile(r"^sequence\.steps\[(\d+)\](?:\.(tool_glob|min_count|egress))?")
+#: A section's path and the control of the form that holds it.
+_SECTIONS = {
+    "egress.allow": "egress_allow",
+    "egress": "egress_deny",
+    "sanitize.presets": "sanitize_presets",
+    "sanitize": "sanitize_patterns",
+    "sequence.window_seconds": "window_seconds",
+    "sequence.on_match": "on_match",
+    "sequence": "step-0-tool_glob",
+}
+
+
+def _control_of(path: str) -> str:
+    """The name of the control a validator's path is about."""
+    clause = _CLAUSE.match(path)
+    if clause:
+        return f"clause-{clause.group(1)}-{clause.group(2) or 'value'}"
+    step = _STEP.match(path)
+    if step:
+        return f"step-{step.group(1)}-{step.group(2) or 'tool_glob'}"
+    for prefix, name in _SECTIONS.items():
+        if path == prefix or path.startswith((prefix + ".", prefix + "[")):
+            return name
+    return path.split(".")[0].split("[")[0]
 
 
 def _lines(text: str) -> list[str]:
@@ -50,6 +76,14 @@ class RuleForm:
     clauses: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
+
+    def invalid_names(self) -> list[str]:
+        """The form's controls its errors name (`args_match[0].value` is `clause-0-value`), for
+        `aria-invalid` and the first error's focus; a path naming no control names none."""
+        names: list[str] = []
+        for path in self.errors:
+            names.append(_control_of(path))
+        return [n for n in dict.fromkeys(names) if n]
 
     def field_errors(self) -> dict[str, list[str]]:
         """Errors grouped by what the form shows: a field, a clause row, a step row, a section."""

@@ -27,6 +27,7 @@ from console.services import audit_record, event_record
 from console.tracing import decision_span
 from firewall import engine
 from firewall.engine.names import name_key
+from firewall.engine.vocabulary import PRIORITY_MAX, PRIORITY_MIN
 from firewall.matching import sequence_rules, sequence_rules_of
 from firewall.models import Policy, PolicyVersion, Rule, RuleMatchCount
 from firewall.runtime import (
@@ -246,6 +247,14 @@ def rule_delete(*, actor: Actor, rule: Rule) -> None:
     )
 
 
+def _set_priority(rule: Rule, priority: int) -> None:
+    """A rule's priority, in its row and in its spec, saved where it changed."""
+    if rule.priority != priority:
+        rule.priority = priority
+        rule.spec = {**rule.spec, "priority": priority}
+        rule.save(update_fields=["priority", "spec", "updated_at"])
+
+
 @transaction.atomic
 def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     """Put the policy's rules in the given order, keeping the priorities they already have.
@@ -267,10 +276,7 @@ def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     for rule in rules:
         priorities.append(max(rule.priority, priorities[-1] + 1) if priorities else rule.priority)
     for rule, priority in zip(ordered, priorities, strict=True):
-        if rule.priority != priority:
-            rule.priority = priority
-            rule.spec = {**rule.spec, "priority": priority}
-            rule.save(update_fields=["priority", "spec", "updated_at"])
+        _set_priority(rule, priority)
     after = [r.name for r in ordered]
     if before != after:
         _bump(policy)
@@ -284,16 +290,84 @@ def rules_reorder(*, actor: Actor, policy: Policy, rule_ids: Any) -> list[Rule]:
     return ordered
 
 
-def rule_move(*, actor: Actor, rule: Rule, direction: str) -> list[Rule]:
-    """Swap a rule with its neighbour above (`up`) or below (`down`) in evaluation order."""
-    ids = list(rule.policy.rules.order_by("priority", "id").values_list("pk", flat=True))
-    index = ids.index(rule.pk)
-    other = index - 1 if direction == "up" else index + 1
+def _room_for(prev: int | None, after: int | None) -> int | None:
+    """A priority strictly between two neighbours' (either may be missing), or None: no gap."""
+    if prev is None and after is None:
+        return None
+    if prev is None:
+        return max(PRIORITY_MIN, after - PRIORITY_STEP) if after > PRIORITY_MIN else None
+    if after is None:
+        return min(PRIORITY_MAX, prev + PRIORITY_STEP) if prev < PRIORITY_MAX else None
+    return prev + (after - prev) // 2 if after - prev >= 2 else None
+
+
+@transaction.atomic
+def rule_place(*, actor: Actor, rule: Rule, index: Any) -> dict[str, tuple[int, int]]:
+    """Put one rule at `index` (0 first) of its policy's evaluation order, changing only its own
+    priority where its new neighbours leave a gap (the midpoint; a step beyond the first or the
+    last). Only where they leave none are the rules after it moved down by one each, as few as
+    make room. Returns every priority that changed, `{name: (old, new)}`, for the page to say."""
+    require(actor, "firewall.write")
+    policy = rule.policy
+    rules = list(policy.rules.select_for_update().order_by("priority", "id"))
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(rules):
+        raise ValidationError({"to": [f"a place from 0 to {len(rules) - 1}"]})
+    before = [r.name for r in rules]
+    current = next(r for r in rules if r.pk == rule.pk)
+    order = [r for r in rules if r.pk != rule.pk]
+    order.insert(index, current)
+    if [r.pk for r in order] == [r.pk for r in rules]:
+        return {}
+    prev = order[index - 1].priority if index > 0 else None
+    after = order[index + 1].priority if index + 1 < len(order) else None
+    wanted: dict[int, int] = {}
+    room = _room_for(prev, after)
+    if room is not None:
+        wanted[current.pk] = room
+    else:
+        # No gap: this rule takes the place just after its new upper neighbour, and the rules
+        # below it are moved down by one where (and only where) they would tie or come before.
+        last = (prev + 1) if prev is not None else after - 1
+        wanted[current.pk] = last
+        for other in order[index + 1 :]:
+            if other.priority > last:
+                break
+            last += 1
+            wanted[other.pk] = last
+    if any(not PRIORITY_MIN <= p <= PRIORITY_MAX for p in wanted.values()):
+        raise ValidationError({"to": ["no priority is left there: renumber the rules first"]})
+    changed: dict[str, tuple[int, int]] = {}
+    for r in order:
+        new = wanted.get(r.pk, r.priority)
+        if new != r.priority:
+            changed[r.name] = (r.priority, new)
+            _set_priority(r, new)
+    _bump(policy)
+    audit_record(
+        actor=actor,
+        action="firewall.policy.reorder",
+        object_type="firewall_policy",
+        object_id=policy.pk,
+        changes={
+            "order": {"old": before, "new": [r.name for r in order]},
+            "priorities": {
+                "old": {n: o for n, (o, _) in changed.items()},
+                "new": {n: v for n, (_, v) in changed.items()},
+            },
+        },
+    )
+    return changed
+
+
+def rule_move(*, actor: Actor, rule: Rule, direction: str) -> dict[str, tuple[int, int]]:
+    """Move a rule one place up or down in evaluation order (see `rule_place`)."""
     if direction not in ("up", "down"):
         raise ValidationError({"direction": ["`up` or `down`"]})
-    if 0 <= other < len(ids):
-        ids[index], ids[other] = ids[other], ids[index]
-    return rules_reorder(actor=actor, policy=rule.policy, rule_ids=ids)
+    ids = list(rule.policy.rules.order_by("priority", "id").values_list("pk", flat=True))
+    index = ids.index(rule.pk) + (-1 if direction == "up" else 1)
+    if not 0 <= index < len(ids):
+        return {}
+    return rule_place(actor=actor, rule=rule, index=index)
 
 
 @transaction.atomic

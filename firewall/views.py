@@ -105,6 +105,11 @@ def policy_import_page(request: HttpRequest) -> HttpResponse:
             "errors": {},
             "default_verdicts": engine.DEFAULT_VERDICTS,
             "import_errors": import_errors,
+            # the control that held what was refused: the name, else the file or the pasted text
+            "import_invalid": [
+                "name" if where == "name" else ("file" if upload else "json")
+                for where in import_errors
+            ][:1],
             "posted": request.POST,
         },
         status=400,
@@ -208,11 +213,41 @@ def rule_move(request: HttpRequest, rule_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "firewall.write")
     rule = get_object_for_actor(Rule, actor, pk=rule_id)
-    services.rule_move(actor=actor, rule=rule, direction=request.POST.get("direction", ""))
     policy = rule.policy
+    to = request.POST.get("to", "")
+    try:
+        if to.strip():
+            if not to.strip().lstrip("-").isdigit() or len(to) > 9:
+                raise ValidationError({"to": ["a place in the order: a whole number"]})
+            changed = services.rule_place(actor=actor, rule=rule, index=int(to))
+        else:
+            changed = services.rule_move(
+                actor=actor, rule=rule, direction=request.POST.get("direction", "")
+            )
+    except ValidationError as exc:
+        if request.htmx:
+            context = _policy_context(actor, policy, move_errors=_errors(exc))
+            return render(request, "firewall/policy.html#rule-table", context, status=400)
+        return _policy_refused(request, actor, policy, exc)
+    moved = _moved_text(rule.name, changed)
     if request.htmx:
-        return render(request, "firewall/policy.html#rule-table", _policy_context(actor, policy))
+        context = _policy_context(actor, policy, moved=moved, moved_rule=rule.pk)
+        return render(request, "firewall/policy.html#rule-table", context)
+    if moved:
+        messages.success(request, moved)
     return redirect("firewall-policy", policy_id=policy.pk)
+
+
+def _moved_text(name: str, changed: dict[str, tuple[int, int]]) -> str:
+    """What a move changed, in words: the moved rule's priority, and any other rule's."""
+    if not changed:
+        return f"{name} stays where it is: nothing changed."
+    own = changed.get(name)
+    text = f"Moved {name}" + (f": its priority went from {own[0]} to {own[1]}" if own else "")
+    others = [f"{n} from {old} to {new}" for n, (old, new) in changed.items() if n != name]
+    if others:
+        return text + "; to make room, " + ", ".join(others) + "."
+    return text + "; no other rule changed."
 
 
 @require_POST
@@ -335,6 +370,7 @@ def _rule_page(request, actor, policy, form: RuleForm, rule: Rule | None, status
         "steps": steps,
         "errors": form.errors,
         "field_errors": field_errors,
+        "invalid": form.invalid_names(),
         "choices": CHOICES,
         "action_url": reverse("firewall-rule", args=[rule.pk])
         if rule

@@ -244,6 +244,45 @@ def shown_arguments(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
+def catalogue_entry(session: GuardSession | None, tool: str) -> dict[str, Any] | None:
+    """The session's catalogue entry of `tool` (its description and parameters), if it has one."""
+    catalogue = getattr(session, "catalogue", None)
+    tools = catalogue.get("tools") if isinstance(catalogue, dict) else None
+    if isinstance(tools, dict):  # a catalogue keyed by tool name
+        entry = tools.get(tool)
+        return entry if isinstance(entry, dict) else None
+    for entry in tools if isinstance(tools, list) else ():
+        if isinstance(entry, dict) and entry.get("name") == tool:
+            return entry
+    return None
+
+
+def question_language(request: ApprovalRequest) -> str:
+    """The language the person is asked in: the session's, else the organisation's."""
+    chosen = ((request.session.settings or {}) if request.session_id else {}).get("language")
+    if chosen in ("en", "pt-BR"):
+        return chosen
+    found = (
+        OrganisationSettings.objects.filter(organisation_id=request.organisation_id)
+        .values_list("language", flat=True)
+        .first()
+    )
+    return found or "en"
+
+
+def shown_question(request: ApprovalRequest, language: str | None = None) -> str:
+    """The confirm question a person answers, from the tool's description and its parameters'
+    titles in the catalogue, over the arguments as shown (secrets hidden)."""
+    from router.engine.phrases import confirm_question
+
+    return confirm_question(
+        language or question_language(request),
+        request.tool,
+        shown_arguments(request),
+        entry=catalogue_entry(request.session if request.session_id else None, request.tool),
+    )
+
+
 def _username(user_id: int | None) -> str | None:
     if user_id is None:
         return None

@@ -157,10 +157,20 @@ def writes_enabled(organisation_id: int, tool: str) -> bool:
 def write_switch_set(*, actor: Actor, tool: str, enabled: bool) -> WriteSwitch:
     """Switch writes of one tool (or, with `tool=""`, of every tool) off or back on."""
     require(actor, "controls.write")
-    if not isinstance(tool, str) or len(tool) > 200:
+    from guard.engine.catalogue import NAME
+
+    if not isinstance(tool, str) or len(tool) > 200 or (tool and not NAME.match(tool)):
         from django.core.exceptions import ValidationError
 
-        raise ValidationError({"tool": ["a tool's name, or empty for every tool"]})
+        shown = f"`{tool[:60]}` is not " if isinstance(tool, str) and tool else "not "
+        raise ValidationError(
+            {
+                "tool": [
+                    f"{shown}a tool's name (a letter or `_`, then letters, digits, `_ . -`), "
+                    "or empty for every tool"
+                ]
+            }
+        )
     switch, _ = WriteSwitch.objects.select_for_update().get_or_create(
         organisation=actor.organisation, tool=tool, defaults={"changed_by": actor.label}
     )

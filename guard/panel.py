@@ -101,16 +101,19 @@ def writes_switch(request: HttpRequest) -> HttpResponse:
     require(actor, "controls.write")
     tool = request.POST.get("tool", "").strip()
     enabled = request.POST.get("enabled", "")
-    if enabled not in ("on", "off"):
-        messages.error(request, "enabled: must be on or off")
-        return redirect("tools")
     try:
+        if enabled not in ("on", "off"):
+            raise ValidationError({"enabled": ["must be on or off"]})
         write_switch_set(actor=actor, tool=tool, enabled=enabled == "on")
     except ValidationError as exc:
-        messages.error(
-            request, "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.message_dict.items())
-        )
-        return redirect("tools")
+        # Refused inline, beside the field, with what was typed kept (the page answers 400).
+        context = {
+            "actor": actor,
+            **_panel(actor.organisation),
+            "switch_errors": exc.message_dict,
+            "typed_tool": tool,
+        }
+        return render(request, "guard/tools.html", context, status=400)
     what = f"`{tool}`" if tool else "every tool"
     messages.success(request, f"Writes of {what} switched {enabled}.")
     return redirect("tools")

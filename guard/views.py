@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
+from console.models import OrganisationSettings
 from guard import approvals
 from guard.models import ApprovalRequest
 
@@ -39,7 +40,7 @@ def _source(item: object) -> str:
     return ""
 
 
-def _card(request: ApprovalRequest) -> dict:
+def _card(request: ApprovalRequest, language: str) -> dict:
     arguments = approvals.shown_arguments(request)
     found = (request.detail or {}).get("origins") or {}
     return {
@@ -55,6 +56,8 @@ def _card(request: ApprovalRequest) -> dict:
             for name, value in sorted(arguments.items())
         ],
         "history": approvals.shown_history(request),
+        "question": approvals.shown_question(request, language),
+        "language": language,
         "summary": ", ".join(
             f"{k} = {json.dumps(v, ensure_ascii=False, default=str)}"
             for k, v in sorted(arguments.items())
@@ -69,8 +72,18 @@ def _context(actor) -> dict:  # noqa: ANN001
         .exclude(status="pending")
         .order_by("-answered_at", "-created_at")[:20]
     )
+    language = (
+        OrganisationSettings.objects.filter(organisation=actor.organisation)
+        .values_list("language", flat=True)
+        .first()
+    ) or "en"
+    cards = []
+    for r in queue:
+        chosen = (r.session.settings or {}).get("language") if r.session_id else None
+        card = _card(r, chosen if chosen in ("en", "pt-BR") else language)
+        cards.append({**card, "own": approvals.asked_by(actor, r)})
     return {
-        "cards": [{**_card(r), "own": approvals.asked_by(actor, r)} for r in queue],
+        "cards": cards,
         "answered": answered,
         "can_answer": actor.can("approvals.answer"),
     }

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -184,10 +185,26 @@ class _Lease:
         self.thread.join(timeout=10)
 
 
+#: The least time between two writes of a job's progress (the engines tell it far more often).
+PROGRESS_WRITE_SECONDS = 0.25
+
+
 def _progress(lease: _Lease) -> Callable[[int, int], None]:
+    """The engines' progress written to the job's row: each new percent, at most one write per
+    `PROGRESS_WRITE_SECONDS` (the first and the last always)."""
+    written = {"percent": LOADED, "at": 0.0}  # written once the job was loaded
+
     def told(answered: int, total: int) -> None:
         share = answered / total if total else 1.0
-        lease.renew(progress=LOADED + int((PROVED - LOADED) * share))
+        percent = LOADED + int((PROVED - LOADED) * share)
+        now = time.monotonic()
+        if percent <= written["percent"]:
+            return
+        milestone = answered in (0, total) or 2 * answered == total
+        if not milestone and now - written["at"] < PROGRESS_WRITE_SECONDS:
+            return
+        written.update(percent=percent, at=now)
+        lease.renew(progress=percent)
 
     return told
 

@@ -96,7 +96,9 @@ def form_body(request: HttpRequest) -> tuple[dict[str, Any], dict[str, list[str]
 
 def _list_context(actor: Actor, **extra: Any) -> dict[str, Any]:
     jobs = list(selectors.job_list(organisation=actor.organisation)[:LIST_LIMIT])
-    return {"jobs": jobs, "live": any(j.live for j in jobs), **extra}
+    for job in jobs:
+        job.waiting = _waiting(job)
+    return {"jobs": jobs, "live": any(j.live for j in jobs), "untaken": _untaken(jobs), **extra}
 
 
 @require_http_methods(["GET", "POST"])
@@ -152,12 +154,39 @@ def _waiting(job: ProofJob) -> int:
     return max(0, int((timezone.now() - job.created_at).total_seconds()))
 
 
+def why_untaken() -> str:
+    """Why a queued job waits, from the health ping (console/health.py): no worker answered it,
+    the broker does not answer, or a worker answers and is busy."""
+    from console.health import worker_answer
+
+    answer = worker_answer()
+    if answer.ok:
+        return (
+            f"a worker answers the health ping ({answer.detail}) but has not taken this job yet: "
+            "it may be busy with another"
+        )
+    if "broker" in answer.detail:
+        return f"{answer.detail}, so no worker can be asked"
+    return (
+        f"no worker answered the health ping ({answer.detail}): start one "
+        "(`stalwart console worker`; `make run` starts one)"
+    )
+
+
+def _untaken(jobs: list[ProofJob]) -> str:
+    """The reason the list gives once one of its jobs has waited `UNTAKEN_AFTER_SECONDS`."""
+    if any(_waiting(j) >= UNTAKEN_AFTER_SECONDS for j in jobs):
+        return why_untaken()
+    return ""
+
+
 def _job_context(job: ProofJob) -> dict[str, Any]:
     report = job.report or {}
     waiting = _waiting(job)
     return {
         "job": job,
         "waiting": waiting if waiting >= UNTAKEN_AFTER_SECONDS else 0,
+        "why_untaken": why_untaken() if waiting >= UNTAKEN_AFTER_SECONDS else "",
         "findings": finding_views(job) if job.report else [],
         "gate": report.get("gate"),
         "proof": report.get("proof"),

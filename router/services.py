@@ -118,6 +118,17 @@ def plan_turn(
         result["check"] = wired.decide(
             planned["call"], history=session, head=session.head, turns=[*state.turns, turn]
         ).to_dict()
+        if result["check"]["decision"] == "confirm":
+            # What the person would be asked, as the conversation asks it.
+            call = planned["call"]
+            tool = loaded.tools.get(str(call.get("tool")))
+            result["question"] = planned.get("question") or router.phrases.question(
+                str(call.get("tool")),
+                call.get("arguments") or {},
+                description=getattr(tool, "description", ""),
+                parameters=getattr(tool, "parameters", None),
+                said=planned.get("said") or None,
+            )
     if model:
         result["model"] = model_turn(router, turn, plan, wired=wired, turns=[*state.turns, turn])
     return result

@@ -29,13 +29,18 @@ PAGES = [
     ("settings", "demo-admin", "/settings/"),
     ("firewall", "demo-admin", "/firewall/"),
     ("policy", "demo-admin", "/firewall/{policy}/"),
+    ("policy-versions", "demo-admin", "/firewall/{policy}/diff"),
+    ("rule-editor", "demo-admin", "/firewall/rules/{rule}/"),
     ("rule-auditor", "demo-auditor", "/firewall/rules/{rule}/"),
     ("rulebooks", "demo-admin", "/rulebooks/"),
+    ("rulebook-version", "demo-admin", "/rulebooks/{rulebook}/v/1/"),
     ("proofs", "demo-admin", "/proofs/"),
+    ("proof-rules", "demo-admin", "/proofs/rules/"),
     ("approvals", "demo-approver", "/approvals/"),
     ("tools", "demo-admin", "/tools/"),
     ("try-a-turn", "demo-admin", "/try/"),
     ("events", "demo-auditor", "/events/"),
+    ("event", "demo-auditor", "/events/{event}/"),
     ("audit", "demo-auditor", "/audit/"),
     ("people", "demo-admin", "/members/"),
     ("api-keys", "demo-admin", "/api-keys/"),
@@ -78,8 +83,11 @@ def main() -> int:
                 "shell",
                 "-c",
                 (
-                    "from firewall.models import Policy, Rule; p = Policy.objects.order_by('id').first(); "
-                    "print('ids', p.pk, p.rules.order_by('priority', 'id').first().pk)"
+                    "from firewall.models import Policy; from rulebooks.models import Rulebook; "
+                    "from console.models import Event; p = Policy.objects.order_by('id').first(); "
+                    "e = Event.objects.exclude(detail={}).order_by('-id').first(); "
+                    "print('ids', p.pk, p.rules.order_by('priority', 'id').first().pk, "
+                    "Rulebook.objects.order_by('id').first().pk, e.pk)"
                 ),
             )
             .split("ids ", 1)[1]
@@ -119,7 +127,11 @@ def main() -> int:
                         for stem, who, path in PAGES:
                             if who != person:
                                 continue
-                            page.goto(path.format(policy=ids[0], rule=ids[1]))
+                            page.goto(
+                                path.format(
+                                    policy=ids[0], rule=ids[1], rulebook=ids[2], event=ids[3]
+                                )
+                            )
                             page.wait_for_load_state("networkidle")
                             page.screenshot(path=str(OUT / f"{stem}-{size}.png"), full_page=False)
                             print(f"{stem}-{size}.png")

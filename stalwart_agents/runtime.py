@@ -751,13 +751,22 @@ class RuntimeSession:
         return self.wired.check.issue_token(call, session=self.history, head=self.head)
 
     def question(self, pending: Pending) -> dict[str, Any]:
-        """What a person is shown: the call, each argument with its origin, and the reasons."""
+        """What a person is shown: the question (from the tool's description and its parameters'
+        titles, in the session's language), the call, each argument with its origin, the reasons."""
+        from router.engine.phrases import confirm_question
+
         detail = pending.decision.detail
+        tool = str(pending.call.get("tool"))
+        arguments = dict(pending.call.get("arguments") or {})
+        entry = self.wired.catalogue.tools.get(tool)
+        hidden = set(getattr(entry, "secret", ()) or ())
+        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
         return {
             "approval": pending.id,
+            "question": confirm_question(self.wired.language, tool, shown, entry=entry),
             "tool": pending.call.get("tool"),
             "agent": pending.call.get("agent"),
-            "arguments": detail.get("arguments") or dict(pending.call.get("arguments") or {}),
+            "arguments": detail.get("arguments") or arguments,
             "origins": detail.get("origins", {}),
             "reasons": list(pending.decision.reasons),
         }

@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.middleware.LoginRequiredMiddleware",
+    # A page's form errors in its organisation's language (console/errors_i18n.py).
+    "console.middleware.OrganisationLanguageMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]

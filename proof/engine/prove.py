@@ -14,8 +14,11 @@ Results are cached by the graph's digest with the depth, the turns and the state
 (`ProofCache`): `Agent(..., verify=True)` proves a rebuilt, identical graph once.
 
 `progress`, when given, is called as `progress(answered, total)` while the questions are decided:
-`total` counts every question twice (once per engine), and `answered` grows as each engine
-finishes (a cached result answers at once). It is told, never asked: it changes no result.
+`total` counts every question twice (once per engine) in `PROGRESS_STEPS` parts each; `answered`
+grows while each engine goes (the engines' own estimate of how far they are: the search's turns
+and queue, the fixpoint's states over the search's), is half the total when the search ends and
+the total when the fixpoint does (a cached result answers at once). It is told, never asked: it
+changes no result.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ DEFAULT_MAX_STATES = 500_000
 #: The version of the prover's semantics; part of every cache key.
 PROVER_VERSION = "1"
 
+#: The parts each question's answer by one engine is counted in, so the bar can move within one.
+PROGRESS_STEPS = 100
 #: `progress(answered, total)`: how many of the questions' answers (two per question) are in.
 Progress = Callable[[int, int], None]
 
@@ -168,14 +173,26 @@ def _prove(
     questions = ask(graph)
     model = build_model(graph, questions.obligations, questions.cycles, depth=depth, turns=turns)
     asked = len(model.obligations) + len(model.cycles)
-    if progress is not None:
-        progress(0, 2 * asked)
-    found: SearchResult = search(model, max_states=max_states)
-    if progress is not None:
-        progress(asked, 2 * asked)
-    fixed: FixpointResult = fixpoint(model, max_states=max_states)
-    if progress is not None:
-        progress(2 * asked, 2 * asked)
+    total = 2 * asked * PROGRESS_STEPS
+    told = [0]
+
+    def tell(done: int) -> None:
+        if progress is not None and (done > told[0] or done in (0, total)):
+            told[0] = done
+            progress(done, total)
+
+    tell(0)
+    found: SearchResult = search(
+        model, max_states=max_states, tick=lambda share: tell(int(total / 2 * share))
+    )
+    tell(total // 2)
+    fixed: FixpointResult = fixpoint(
+        model,
+        max_states=max_states,
+        tick=lambda share: tell(total // 2 + int(total / 2 * share)),
+        expected=found.states,
+    )
+    tell(total)
     answers: list[Answer] = []
     disagreements: list[Disagreement] = []
     for index, obligation in enumerate(model.obligations):
@@ -286,7 +303,7 @@ def prove(
         hit = cache.get(key)
         if hit is not None:
             if progress is not None:
-                done = 2 * (len(hit.model.obligations) + len(hit.model.cycles))
+                done = 2 * (len(hit.model.obligations) + len(hit.model.cycles)) * PROGRESS_STEPS
                 progress(done, done)
             return hit
     result = _prove(loaded, depth, turns, max_states, progress)

@@ -13,11 +13,16 @@ to. And it notes the steps a route reaches only beyond the depth or the turns (t
 
 A search that meets more than `max_states` states stops: what it found is still true (each has a
 witness), every other question is `undecided`.
+
+`tick(share)`, when given, is told how far the search has gone, from 0 to 1, every `TICK_EVERY`
+states it takes from its queue: the turns done, plus within a turn the states taken over those
+taken and still queued (an estimate that never goes back). It changes no answer.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -63,8 +68,15 @@ class SearchResult:
     exhausted: bool = False
 
 
+#: How many states the search takes from its queue between two ticks.
+TICK_EVERY = 256
+
+
 class _Search:
-    def __init__(self, model: Model, max_states: int) -> None:
+    def __init__(
+        self, model: Model, max_states: int, tick: Callable[[float], None] | None = None
+    ) -> None:
+        self.tick = tick
         self.model = model
         self.graph = model.graph
         self.max_states = max_states
@@ -274,10 +286,18 @@ class _Search:
         move, asks, asked = self.move, self.ask, self.model.by_edge
         cycle_edges, state_moves = self.cycle_edges, self.state_moves
         turn_edges = {edge.index for edge in self.graph.edges if edge.turn}
+        tick, turns, told = self.tick, self.model.turns, 0.0
         for turn in range(1, self.model.turns + 1):
             queue = deque(seeds.get(turn, ()))
+            popped = 0
             while queue and not exhausted:
                 state = queue.popleft()
+                popped += 1
+                if tick is not None and popped % TICK_EVERY == 0:
+                    share = (turn - 1 + popped / (popped + len(queue))) / turns
+                    if share > told:
+                        told = share
+                        tick(share)
                 self.reached_nodes.add(state.node)
                 dist = known[state]
                 for edge_index in out_edges[state.node]:
@@ -448,6 +468,8 @@ class _Search:
         return []
 
 
-def search(model: Model, *, max_states: int = 500_000) -> SearchResult:
+def search(
+    model: Model, *, max_states: int = 500_000, tick: Callable[[float], None] | None = None
+) -> SearchResult:
     """Answer every question of `model` by explicit-state search (see the module docstring)."""
-    return _Search(model, max_states).run()
+    return _Search(model, max_states, tick).run()

@@ -322,6 +322,17 @@ class Conversation:
     def _action(self, tool: str) -> str:
         return self.phrases("run", tool=tool)
 
+    def _question(self, call: Mapping[str, Any], said: Mapping[str, str] | None) -> str:
+        """The confirm question, from the tool's description and its parameters' titles."""
+        tool = self.router.catalogue.tools.get(str(call["tool"]))
+        return self.phrases.question(
+            str(call["tool"]),
+            call.get("arguments") or {},
+            description=getattr(tool, "description", ""),
+            parameters=getattr(tool, "parameters", None),
+            said=said,
+        )
+
     def _refused(self, reply: Reply, text: str) -> Reply:
         """A call of the run was refused or failed: say so, and undo the run's writes last first."""
         reply.text = text
@@ -374,12 +385,8 @@ class Conversation:
             self._pending_call = call
             reply.waiting = "confirm"
             planned = call == plan.call  # else the gate cleaned it: show the call that runs
-            reply.text = (plan.question if planned else None) or self.phrases(
-                "confirm",
-                action=self._action(call["tool"]),
-                arguments=self.phrases.arguments(
-                    call.get("arguments") or {}, plan.said if planned else None
-                ),
+            reply.text = (plan.question if planned else None) or self._question(
+                call, plan.said if planned else None
             )
             return reply
         self._execute(call, reply)
@@ -537,13 +544,7 @@ class Conversation:
                 self._pending_call = call
                 self._pending_rest = calls[position + 1 :]
                 reply.waiting = "confirm"
-                texts.append(
-                    self.phrases(
-                        "confirm",
-                        action=self._action(str(call["tool"])),
-                        arguments=self.phrases.arguments(call["arguments"]),
-                    )
-                )
+                texts.append(self._question(call, None))
                 return
             if not self._execute(call, reply):
                 texts.append(reply.text)

@@ -7,8 +7,13 @@ and reviewable. Placeholders are `str.format` fields.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+#: How much of a tool's description a question quotes, and of one value it shows.
+QUESTION_WHAT_CHARS = 200
+QUESTION_VALUE_CHARS = 120
 
 PHRASES: dict[str, dict[str, str]] = {
     "en": {
@@ -30,6 +35,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "ask_model": "I cannot handle that myself. May I pass your message to the assistant's "
         "model?",
         "confirm": "Shall I {action} with {arguments}?",
+        "confirm_question": "{what} ({arguments}). Shall I go ahead?",
+        "confirm_question_bare": "{what}. Shall I go ahead?",
+        "run_tool": "Run {tool}",
+        "yes": "yes",
+        "no": "no",
         "declined": "I can't do that: {reason}.",
         "declined_rule": "I can't do that: {reason} (rule {rule}).",
         "unread_refused": "Sorry, I can't help with that.",
@@ -70,6 +80,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "ask_model": "Não consigo tratar isso sozinho. Posso passar sua mensagem ao modelo do "
         "assistente?",
         "confirm": "Posso {action} com {arguments}?",
+        "confirm_question": "{what} ({arguments}). Posso seguir?",
+        "confirm_question_bare": "{what}. Posso seguir?",
+        "run_tool": "Executar {tool}",
+        "yes": "sim",
+        "no": "não",
         "declined": "Não posso fazer isso: {reason}.",
         "declined_rule": "Não posso fazer isso: {reason} (regra {rule}).",
         "unread_refused": "Desculpe, não posso ajudar com isso.",
@@ -165,3 +180,105 @@ class Phrases:
         said = said or {}
         parts = [f"{name} {said.get(name) or self.value(v)}" for name, v in arguments.items()]
         return self.join(parts)
+
+    # -- the question a person is asked before a write runs ------------------------------------
+
+    def title(self, name: str, schema: Any = None) -> str:
+        """What an argument is called in a question: its JSON Schema `title`, else a word of the
+        language's table ("valor"), else its name in words ("order id"); never the identifier."""
+        if isinstance(schema, Mapping):
+            title = schema.get("title")
+            if isinstance(title, str) and title.strip():
+                return _lower_first(title.strip())
+        words = [w for w in name.replace("-", "_").replace(".", "_").split("_") if w]
+        for word in words:
+            found = LABELS[self.language].get(word.lower())
+            if found:
+                return found.split(" ", 1)[-1]  # "o valor" -> "valor"
+        return " ".join(words) or name
+
+    def shown(self, value: Any) -> str:
+        """A value as a person reads it: numbers in the language's way, yes/no, compact JSON."""
+        if isinstance(value, bool):
+            text = self("yes") if value else self("no")
+        elif isinstance(value, (int, float)):
+            text = self.number(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        if len(text) > QUESTION_VALUE_CHARS:
+            text = text[: QUESTION_VALUE_CHARS - 1] + "…"
+        return text
+
+    def question(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        description: str = "",
+        parameters: Any = None,
+        said: Mapping[str, str] | None = None,
+    ) -> str:
+        """The confirm question, made from the tool's description and its parameters' titles:
+        "Refunds the card on file for an order (order 4411 and amount 40.00). Shall I go ahead?"
+
+        A value the person said is shown as they said it (`said`); without a description the tool's
+        name is said in words.
+        """
+        what = " ".join(str(description or "").split())
+        what = what.rstrip(" .;:")
+        if len(what) > QUESTION_WHAT_CHARS:
+            what = what[: QUESTION_WHAT_CHARS - 1].rstrip() + "…"
+        if not what:
+            spoken = " ".join(w for w in tool.replace(".", "_").split("_") if w) or tool
+            what = self("run_tool", tool=spoken)
+        properties: Mapping[str, Any] = {}
+        required: list[str] = []
+        if isinstance(parameters, Mapping):
+            if isinstance(parameters.get("properties"), Mapping):
+                properties = parameters["properties"]
+            if isinstance(parameters.get("required"), list):
+                required = [str(n) for n in parameters["required"]]
+        # The schema's order (its `required` list, then its properties), not the arguments': a
+        # stored call's keys come back in the database's order (PostgreSQL's jsonb sorts them).
+        known = [*required, *(n for n in properties if n not in required)]
+        names = sorted(
+            arguments, key=lambda n: (known.index(n) if n in known else len(known), str(n))
+        )
+        said = said or {}
+        parts = [
+            f"{self.title(name, properties.get(name))} {said.get(name) or self.shown(arguments[name])}"
+            for name in names
+        ]
+        if not parts:
+            return self("confirm_question_bare", what=what)
+        return self("confirm_question", what=what, arguments=self.join(parts))
+
+
+def _lower_first(text: str) -> str:
+    """A title inside a sentence: "Amount" -> "amount", but "ID" or "URL" stays as written."""
+    if len(text) > 1 and text[1].isupper():
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def confirm_question(
+    language: str,
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    entry: Any = None,
+    said: Mapping[str, str] | None = None,
+) -> str:
+    """The confirm question of a call in `language`, from its catalogue entry (a loaded tool or
+    its JSON: `description` and `parameters`); see `Phrases.question`."""
+    if isinstance(entry, Mapping):
+        description, parameters = entry.get("description") or "", entry.get("parameters")
+    else:
+        description = getattr(entry, "description", "") or ""
+        parameters = getattr(entry, "parameters", None)
+    phrases = Phrases(language if language in PHRASES else "en")
+    return phrases.question(
+        tool, arguments, description=str(description), parameters=parameters, said=said
+    )

@@ -708,10 +708,13 @@ class Router:
                                       said=filled.said)  # fmt: skip
                 return self._declined(state, reasons, rule=rule, detail=detail, call=call)
         if profile.write:
-            question = self.phrases(
-                "confirm",
-                action=self.phrases("run", tool=profile.name),
-                arguments=self.phrases.arguments(filled.arguments, filled.said),
+            tool = self.catalogue.tools.get(profile.name)
+            question = self.phrases.question(
+                profile.name,
+                filled.arguments,
+                description=getattr(tool, "description", ""),
+                parameters=getattr(tool, "parameters", None),
+                said=filled.said,
             )
             return self._plan(plans.CONFIRM, state, call=call, question=question,
                               said=filled.said)  # fmt: skip

@@ -59,3 +59,11 @@ def sign_in(page, username: str, password: str) -> None:  # noqa: ANN001
 def sign_out(page) -> None:  # noqa: ANN001
     page.click("text=Sign out")
     page.wait_for_url("**/accounts/login/")
+
+
+@pytest.fixture(params=[True, False], ids=["debug", "production"])
+def debug(request, settings):  # noqa: ANN001, ANN201
+    """`make run`'s settings (DEBUG on) and production's, one run each. The live server runs in
+    this process, so the setting reaches the pages it serves."""
+    settings.DEBUG = request.param
+    return request.param

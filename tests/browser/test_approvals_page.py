@@ -87,6 +87,12 @@ def test_an_approved_refund_runs_once_and_the_asker_cannot_approve_it(
     assert "written by the model" in amount.inner_text()
     assert "typed by the person" in card.query_selector('tr[data-argument="order_id"]').inner_text()
     assert "argument_origin: amount" in card.inner_text()
+    # the question from the catalogue's words, never `refund_card` with `order_id`
+    question = (
+        "Refunds an amount of an order to the card it was paid with (order id 4411 and amount "
+        "40.00). Shall I go ahead?"
+    )
+    assert card.query_selector("p.question").inner_text() == question
 
     # A second approver has the same page open and clicks after the first.
     other = browser.new_context(base_url=live_server.url).new_page()
@@ -96,8 +102,11 @@ def test_an_approved_refund_runs_once_and_the_asker_cannot_approve_it(
     # Freeze that page as it was (no live refresh), as a slow reader's would be.
     other.evaluate("document.getElementById('queue-poller').remove()")
 
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: asked.append(dialog.message))
     page.click("button.approve")
     page.wait_for_selector("#queue-empty")
+    assert asked == [question]  # the Approve dialog asks the same question
     waiting.join(timeout=40)
     assert outcomes and outcomes[0]["outcome"] == "SUCCEEDED", outcomes
     assert list(refunds.values()) == [{"order_id": "4411", "refunded": 40.0}]

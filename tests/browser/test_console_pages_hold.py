@@ -17,13 +17,6 @@ from tests.conftest import PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(params=[True, False], ids=["debug", "production"])
-def debug(request, settings):  # noqa: ANN001, ANN201
-    # The live server runs in this process, so the setting reaches the pages it serves.
-    settings.DEBUG = request.param
-    return request.param
-
-
 @pytest.fixture
 def policy(editor, organisation, actor_for):  # noqa: ANN001, ANN201
     from firewall import services

@@ -1,4 +1,4 @@
-"""Every page, for every role, under `make run`'s settings (DEBUG on, in the SQLite half of the
+"""Every page (the nav's, the detail pages, and the sign-in page), for every role, under `make run`'s settings (DEBUG on, in the SQLite half of the
 suite) and production's (in the PostgreSQL half): it opens,
 fits a 390×844 phone with no sideways overflow (asserted from the DOM), and axe-core (served from
 our own static files) finds no serious or critical violation."""
@@ -79,8 +79,29 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
             "drift": {"state": "down", "error": "the server `drift` closed", "tools": [withdrawn]},
         },
     )
+    from pathlib import Path
+
+    from proof import services as proof_services
+    from rulebooks import services as rulebook_services
+    from tests.proof_console.conftest import shop_job
+
+    shop = Path(__file__).resolve().parents[2] / "examples" / "shop" / "policy.co"
+    for _ in range(2):  # two versions, for the compare page
+        version = rulebook_services.rulebook_upload(
+            actor=actor, name="shop", data=shop.read_bytes(), filename="policy.co"
+        )
+    job = proof_services.proof_job_submit(actor=actor, body=shop_job())
+    rulebook = version.rulebook
     return [
         f"/firewall/{policy.pk}/",
+        f"/firewall/{policy.pk}/rules/new",
+        f"/rulebooks/{rulebook.pk}/",
+        f"/rulebooks/{rulebook.pk}/v/{version.number}/",
+        f"/rulebooks/{rulebook.pk}/compare?a=1&b=2",
+        f"/proofs/{job.public_id}/",
+        "/proofs/rules/",
+        "/proofs/rules/QG011",
+        "/invitations/",
         f"/firewall/rules/{rule.pk}/",
         f"/firewall/{policy.pk}/diff",
         f"/firewall/{policy.pk}/versions/1/",
@@ -125,6 +146,12 @@ def test_every_page_of_a_role_opens_fits_a_phone_and_is_accessible(
     page = context.new_page()
     problems: list[str] = []
     try:
+        page.goto("/accounts/login/")  # the one page before signing in
+        for check in (_no_overflow, _accessible):
+            try:
+                check(page)
+            except AssertionError as exc:
+                problems.append(str(exc).splitlines()[0])
         sign_in(page, ROLES[role], PASSWORD)
         links = page.eval_on_selector_all(
             "#main-nav a", "els => els.map(e => e.getAttribute('href'))"

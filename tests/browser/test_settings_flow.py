@@ -34,7 +34,8 @@ def test_an_editor_changes_settings_and_an_auditor_sees_the_row(
     )
     page.select_option("#id_on_unread", "always")
     error = page.wait_for_selector('.field-error[data-field="on_unread"]')
-    assert "on_unread: Select a valid choice" in error.inner_text()
+    # the organisation now reads pt-BR: its errors are said in Portuguese (Django's own message)
+    assert "on_unread: Faça uma escolha válida" in error.inner_text()
     page.click("#settings-save")
     page.wait_for_selector('.field-error[data-field="on_unread"]')
     assert OrganisationSettings.objects.get(organisation=organisation).on_unread == "ask"

@@ -254,6 +254,19 @@ def test_the_tool_filter_takes_a_part_of_the_name_or_a_glob(
     assert {r["tool"] for r in rows} == names
 
 
+def test_the_chart_draws_with_svg_numbers_in_a_pt_br_organisation(
+    feed, organisation, auditor, client_for
+):
+    import re
+
+    from console.models import OrganisationSettings
+
+    OrganisationSettings.objects.filter(organisation=organisation).update(language="pt-BR")
+    page = client_for(auditor).get("/events/").content.decode()
+    drawn = re.findall(r'<rect x="([^"]+)" y="([^"]+)" width="([^"]+)" height="([^"]+)"', page)
+    assert drawn and all(re.fullmatch(r"-?\d+(\.\d+)?", n) for row in drawn for n in row)
+
+
 def test_the_live_poll_redraws_the_chart(feed, organisation, auditor, client_for):
     client = client_for(auditor)
     newest = max(e.pk for e in feed) if isinstance(feed, list) else 0

@@ -171,15 +171,55 @@ def test_a_preset_preview_shows_the_rules_it_would_add_and_adds_nothing(policy, 
     assert b"already in this policy" in again.content
 
 
-def test_moving_a_rule_swaps_two_priorities_and_keeps_the_others(policy, editor, client_for):
+def test_moving_a_rule_changes_its_own_priority_only_and_says_so(policy, editor, client_for):
     client = client_for(editor)
     for name, priority in (("a", "10"), ("b", "25"), ("c", "70")):
         client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(name=name, priority=priority))
     c = Rule.objects.get(name="c")
-    client.post(f"/firewall/rules/{c.pk}/move", {"direction": "up"})
+    response = client.post(
+        f"/firewall/rules/{c.pk}/move", {"direction": "up"}, HTTP_HX_REQUEST="true"
+    )
     got = {r.name: r.priority for r in policy.rules.all()}
-    assert got == {"a": 10, "c": 25, "b": 70}
+    assert got == {"a": 10, "c": 17, "b": 25}
     assert [r.name for r in policy.rules.order_by("priority", "id")] == ["a", "c", "b"]
+    assert b"Moved c: its priority went from 70 to 17; no other rule changed." in response.content
+
+
+def test_a_rule_dragged_to_the_top_takes_a_step_above_the_first(policy, editor, client_for):
+    client = client_for(editor)
+    for name, priority in (("a", "10"), ("b", "20"), ("c", "30")):
+        client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(name=name, priority=priority))
+    c = Rule.objects.get(name="c")
+    client.post(f"/firewall/rules/{c.pk}/move", {"to": "0"})
+    assert {r.name: r.priority for r in policy.rules.all()} == {"c": 0, "a": 10, "b": 20}
+    row = AuditRow.objects.filter(action="firewall.policy.reorder").get()
+    assert row.changes["priorities"] == {"old": {"c": 30}, "new": {"c": 0}}
+
+
+def test_with_no_gap_only_the_rules_in_the_way_move_and_the_page_names_them(
+    policy, editor, client_for
+):
+    client = client_for(editor)
+    for name, priority in (("a", "10"), ("b", "11"), ("c", "12"), ("d", "40")):
+        client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(name=name, priority=priority))
+    d = Rule.objects.get(name="d")
+    response = client.post(f"/firewall/rules/{d.pk}/move", {"to": "1"}, HTTP_HX_REQUEST="true")
+    got = {r.name: r.priority for r in policy.rules.all()}
+    assert got == {"a": 10, "d": 11, "b": 12, "c": 13}
+    assert [r.name for r in policy.rules.order_by("priority", "id")] == ["a", "d", "b", "c"]
+    assert b"to make room, b from 11 to 12, c from 12 to 13." in response.content
+
+
+@pytest.mark.parametrize("to", ["9", "-1", "x", "1" * 12])
+def test_a_place_outside_the_order_is_refused_naming_the_field(policy, editor, client_for, to):
+    client = client_for(editor)
+    for name in ("a", "b"):
+        client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(name=name))
+    b = Rule.objects.get(name="b")
+    response = client.post(f"/firewall/rules/{b.pk}/move", {"to": to}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert b"to: a " in response.content
+    assert [r.name for r in policy.rules.order_by("priority", "id")] == ["a", "b"]
 
 
 def test_a_tie_of_priorities_is_made_strict_so_the_order_holds(policy, editor, client_for):

@@ -202,3 +202,19 @@ def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver,
     assert (other["decision"], other["reasons"]) == ("refuse", ["token_mismatch"])
     forged = _post(client, "/v1/firewall/evaluate", {**call, "token": token[:-2] + "00"}).json()
     assert forged["reasons"] == ["token_invalid"]
+
+
+def test_the_queue_page_asks_the_catalogues_question_in_the_organisations_language(
+    pending, approver, organisation, client_for
+):
+    from console.models import OrganisationSettings
+
+    english = client_for(approver).get("/approvals/").content.decode()
+    assert (
+        "Refunds an amount of an order to the card it was paid with (order id 4411 and amount "
+        "40.00). Shall I go ahead?"
+    ) in english
+    OrganisationSettings.objects.filter(organisation=organisation).update(language="pt-BR")
+    portuguese = client_for(approver).get("/approvals/").content.decode()
+    assert "(pedido 4411 e valor 40,00). Posso seguir?" in portuguese
+    assert "com order_id" not in portuguese

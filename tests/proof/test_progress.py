@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proof.engine import ProofCache, prove, render_json, verify_agent_file
+from proof.engine.prove import PROGRESS_STEPS
 
 from .conftest import SHOP, shop_files, verify_shop
 
@@ -15,8 +16,28 @@ def test_progress_is_told_as_each_engine_answers_and_ends_at_the_total():
     )
     total = told[0][1]
     assert total > 0 and all(t == total for _, t in told)
-    assert [a for a, _ in told] == [0, total // 2, total]
-    assert total == 2 * sum(report.answers.values())
+    answered = [a for a, _ in told]
+    assert answered[0] == 0 and answered[-1] == total and total // 2 in answered
+    assert answered == sorted(set(answered))  # it never goes back, nor says the same twice
+    assert total == 2 * sum(report.answers.values()) * PROGRESS_STEPS
+
+
+def test_progress_moves_while_each_engine_goes_not_only_when_it_ends(monkeypatch):
+    """Ticks every state (not every few hundred), so the shop's small graph shows the steps a
+    large graph takes: the bar moves inside the search's half and inside the fixpoint's."""
+    from proof.engine import fixpoint as fixpoint_module
+    from proof.engine import search as search_module
+
+    monkeypatch.setattr(search_module, "TICK_EVERY", 1)
+    monkeypatch.setattr(fixpoint_module, "TICK_EVERY", 1)
+    told: list[tuple[int, int]] = []
+    ticked = verify_shop(progress=lambda a, t: told.append((a, t)))
+    total = told[0][1]
+    answered = [a for a, _ in told]
+    assert any(0 < a < total // 2 for a in answered), answered
+    assert any(total // 2 < a < total for a in answered), answered
+    assert answered == sorted(set(answered))
+    assert render_json(ticked) == render_json(verify_shop())
 
 
 def test_progress_changes_no_result():

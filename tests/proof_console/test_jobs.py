@@ -144,7 +144,8 @@ def test_progress_is_written_as_the_engines_answer(job, monkeypatch):
     monkeypatch.setattr(proof.engine, "verify_graph", watching)
     proof.engine.DEFAULT_CACHE.clear()  # proved afresh, not answered from an earlier test's proof
     services.proof_job_run(job_id=job.pk)
-    assert [p for p, _ in seen] == [5, 50, 95]
+    written = [p for p, _ in seen]
+    assert written == sorted(written) and written[0] == 5 and 50 in written and written[-1] == 95
     assert {s for _, s in seen} == {"running"}
     assert ProofJob.objects.get(pk=job.pk).progress == 100
 
@@ -172,3 +173,28 @@ def test_the_sweeper_is_on_the_beat_schedule(settings):
     app.loader.import_default_modules()
     assert {"proof.sweep", "proof.run_job"} <= set(app.tasks)
     assert app.tasks["proof.run_job"].acks_late is True
+
+
+def test_the_bar_moves_inside_each_engines_half_not_from_0_to_100(job, monkeypatch):
+    from proof.engine import fixpoint as fixpoint_module
+    from proof.engine import search as search_module
+
+    # Every state ticks and every percent is written: the shop's small graph then shows what a
+    # large graph's proof writes over its seconds.
+    monkeypatch.setattr(search_module, "TICK_EVERY", 1)
+    monkeypatch.setattr(fixpoint_module, "TICK_EVERY", 1)
+    monkeypatch.setattr(services, "PROGRESS_WRITE_SECONDS", 0.0)
+    real = services._Lease.renew
+    written: list[int] = []
+
+    def renew(self, **fields):  # noqa: ANN001, ANN202
+        if "progress" in fields:
+            written.append(fields["progress"])
+        return real(self, **fields)
+
+    monkeypatch.setattr(services._Lease, "renew", renew)
+    proof.engine.DEFAULT_CACHE.clear()
+    services.proof_job_run(job_id=job.pk)
+    assert any(5 < p < 50 for p in written), written
+    assert any(50 < p < 95 for p in written), written
+    assert written == sorted(set(written))

@@ -223,17 +223,29 @@ def test_the_drawing_is_deterministic_and_large_graphs_are_drawn_around_the_witn
     assert [(e.source, e.target) for e in drawn.witness_edges] == [("n5", "n6")]
 
 
-def test_a_job_no_worker_takes_says_so_and_points_to_health(actors, editor, client_for, sent):
+def test_a_job_no_worker_takes_says_why_and_points_to_health(
+    actors, editor, client_for, sent, settings
+):
     import datetime as dt
 
+    from django.core.cache import cache
     from django.utils import timezone
 
+    from console.health import PING_CACHE_KEY
+
+    settings.STALWART_HEALTH_WORKER_TIMEOUT = 0.3  # no worker runs here: the ping goes unanswered
+    cache.delete(PING_CACHE_KEY)
     job = services.proof_job_submit(actor=actors["editor"], body=shop_job())
     client = client_for(editor)
     assert 'id="job-untaken"' not in client.get(f"/proofs/{job.public_id}/").content.decode()
+    assert 'id="jobs-untaken"' not in client.get("/proofs/").content.decode()
     ProofJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - dt.timedelta(seconds=45))
     page = client.get(f"/proofs/{job.public_id}/").content.decode()
     assert 'id="job-untaken"' in page and "Queued for 4" in page
+    assert "no worker answered the health ping (no worker answered within 0.3 s)" in page
     assert 'href="/health/"' in page
+    listed = client.get("/proofs/").content.decode()
+    assert 'id="jobs-untaken"' in listed and "no worker answered the health ping" in listed
     services.proof_job_run(job_id=job.pk)
     assert 'id="job-untaken"' not in client.get(f"/proofs/{job.public_id}/").content.decode()
+    cache.delete(PING_CACHE_KEY)

@@ -92,3 +92,21 @@ def test_the_try_a_turn_page_shows_the_plan_and_the_checks(shop, editor, client_
     assert 'id="plan-check">allow<' in content
     broken = client.post("/try/", {"turn": "x", "catalogue": "{"})
     assert broken.status_code == 400 and b"catalogue: line 1" in broken.content
+
+
+def test_the_try_a_turn_page_shows_the_question_a_write_asks(
+    shop, editor, organisation, client_for
+):
+    OrganisationSettings.objects.filter(organisation=organisation).update(language="pt-BR")
+    response = client_for(editor).post(
+        "/try/",
+        {"turn": "estorne 40,00 do pedido 4411", "agent": "desk", "catalogue": json.dumps(shop[0])},
+    )
+    content = response.content.decode()
+    assert 'id="plan-check">confirm<' in content
+    assert (
+        'id="plan-question" lang="pt-BR">Refunds an amount of an order to the card it was paid '
+        "with (pedido 4411 e valor 40,00). Posso seguir?<"
+    ) in content
+    # the call's arguments as JSON, not Python's repr
+    assert "{&#x27;order_id&#x27;" not in content and "{'order_id'" not in content

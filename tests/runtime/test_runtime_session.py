@@ -113,6 +113,8 @@ def test_the_approver_is_shown_the_call_with_origins_and_its_yes_signs_exactly_t
     token = billing.wait_for_approval(check)
     assert asked[0]["tool"] == "refund_card" and asked[0]["reasons"] == ["write"]
     assert asked[0]["origins"]["amount"]["origin"] == "typed"
+    # the question in words (the lab catalogue has no description): never `refund_card`
+    assert asked[0]["question"] == "Run refund card (order id A1 and amount 20). Shall I go ahead?"
     again = billing.check_tool_call("refund_card", {"order_id": "A1", "amount": 20}, token=token)
     assert (again.decision, again.reasons) == ("allow", ["confirmed"])
     other = billing.check_tool_call("refund_card", {"order_id": "A1", "amount": 21}, token=token)
@@ -388,3 +390,25 @@ def test_the_approvers_see_which_argument_is_free_text_the_model_writes(
     page = client_for(approver).get("/approvals/").content.decode()
     body = page[page.index('data-argument="body"') :].split("</tr>")[0]
     assert "written by the model" in body and "free text the model writes" in body
+
+
+def test_the_approver_is_asked_in_the_sessions_language_from_the_catalogues_words():
+    asked = []
+    catalogue = inbox_catalogue()
+    for tool in catalogue["tools"]:
+        if tool["name"] == "refund_card":
+            tool["description"] = "Estorna um valor de um pedido no cartão"
+            tool["parameters"]["properties"]["amount"]["title"] = "Valor"
+    billing = Client(url="").session(
+        "assistant",
+        catalogue=catalogue,
+        settings={"language": "pt-BR"},
+        approver=lambda request: asked.append(request) or False,
+    )
+    billing.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+    check = billing.check_tool_call("refund_card", {"order_id": "A1", "amount": 40.0})
+    with pytest.raises(ApprovalDenied):
+        billing.wait_for_approval(check)
+    assert asked[0]["question"] == (
+        "Estorna um valor de um pedido no cartão (pedido A1 e valor 40,00). Posso seguir?"
+    )
