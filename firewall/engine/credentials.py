@@ -304,3 +304,27 @@ def could_hold(name: str | None, text: str) -> bool:
 def shortest(name: str | None = None) -> int:
     """The shortest text one recogniser (or any of the table) can match."""
     return _SHORTEST if name is None else _BY_NAME[name].min_length
+
+
+#: What a secret key's value is replaced by in a redacted structure.
+REDACTED = "[redacted]"
+
+
+def redact_value(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> Any:
+    """A copy of a JSON-like `value` with the values of secret keys (by `secret_name`, or named in
+    `secret_keys`) replaced by `[redacted]`, and every credential inside a string replaced by
+    `[redacted:<shape>]`. The console's events and the runtime's decision logs both use it."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = str(key)
+            if name in secret_keys or secret_name(name):
+                out[name] = REDACTED
+            else:
+                out[name] = redact_value(item, secret_keys=secret_keys)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_value(item, secret_keys=secret_keys) for item in value]
+    if isinstance(value, str):
+        return redact_text(value)[0]
+    return value
