@@ -810,32 +810,47 @@ def decisions_ingest(*, actor: Actor, records: list[Any]) -> dict[str, Any]:
     Every record becomes an event through `events_record` (so the sequence matchers' outbox is
     fed in the same transaction); a record whose id is already stored is counted as a duplicate
     and not written again; one that cannot be read is stored as an `unreadable` event and named
-    in `unreadable` with the field path of its problem. A batch that races a copy of itself
-    (a runtime retrying a request that timed out while the first still ran) loses the race on the
-    unique record id and is read again: the second time, the first's records are duplicates.
+    in `unreadable` with the field path of its problem.
+
+    A batch is first written as it is (a batch is almost always new); the unique record id
+    refuses one holding a record already stored, and the batch is then written again without the
+    records found stored. That also covers a batch racing a copy of itself (a runtime retrying a
+    request that timed out while the first still ran): the loser is read again after the winner
+    commits, and finds its records stored.
     """
     from django.db import IntegrityError
 
+    from console.decisions import read_batch
+
     require(actor, "guard.check")
-    for attempt in (1, 2):
-        try:
-            return _decisions_store(organisation=actor.organisation, records=records)
-        except IntegrityError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    readings = read_batch(records)
+    try:
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=False
+        )
+    except IntegrityError:
+        pass
+    try:
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=True
+        )
+    except IntegrityError:  # a third copy raced in between: its records are stored by now
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=True
+        )
 
 
 @transaction.atomic
-def _decisions_store(*, organisation: Organisation, records: list[Any]) -> dict[str, Any]:
-    from console.decisions import read_batch
-
-    readings = read_batch(records)
-    stored = set(
-        Event.objects.filter(record_id__in=[r.record_id for r in readings]).values_list(
-            "record_id", flat=True
+def _decisions_store(
+    *, organisation: Organisation, readings: list[Any], look_for_stored: bool
+) -> dict[str, Any]:
+    stored: set[Any] = set()
+    if look_for_stored:
+        stored = set(
+            Event.objects.filter(record_id__in=[r.record_id for r in readings]).values_list(
+                "record_id", flat=True
+            )
         )
-    )
     items, unreadable, duplicates = [], [], 0
     for reading in readings:
         if reading.record_id in stored:

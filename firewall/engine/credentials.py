@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -282,6 +283,13 @@ _SECRET_WORDS = re2.compile(
 
 def secret_name(name: str) -> bool:
     """Whether a field, key or variable called `name` holds a secret by its name alone."""
+    # Names repeat far more than they vary (every event's `call`, `tool`, `arguments`...): each
+    # is read once per process.
+    return _secret_name(name) if isinstance(name, str) else False
+
+
+@functools.lru_cache(maxsize=8192)
+def _secret_name(name: str) -> bool:
     if not name or len(name) > 200:
         return False
     words = _SEPARATORS.sub("_", _CAMEL.sub(r"\1_\2", _text(name)).lower())
