@@ -20,7 +20,6 @@ gunicorn (production settings, 2 worker processes) on a port the OS gave.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -31,13 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.http.run import (
-    _environment,
-    _flush_redis,
-    _free_port,
-    _recreate_database,
-    _wait_ready,
-)
+from benchmarks.http.run import _free_port, _wait_ready, prepare, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_decisionlog"
@@ -163,31 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds, args.backlog, args.events = 5.0, 3_000, 6_000
     var = Path(tempfile.mkdtemp(prefix="stalwart-bench-decisionlog-"))
-    env = _environment(args.database_url, args.redis_url, str(var))
-    _recreate_database(args.database_url)
-    _flush_redis(args.redis_url)
-    python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
-    subprocess.run(
-        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    seeded = json.loads(
-        subprocess.run(
-            [python, "-m", "benchmarks.http.seed", "1"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    env, seeded = prepare(args.database_url, args.redis_url, str(var), 1)
     print(
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
         f"load average {_load()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
@@ -195,25 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     port = _free_port()
     log = var / "gunicorn.log"
-    with log.open("a") as out:
-        server = subprocess.Popen(
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "-c",
-                "python:console.gunicorn",
-                "console.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "2",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    server = serve(env, port, 2, log)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(port, server)
@@ -237,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait(timeout=30)
     subprocess.run(
-        [python, "-m", "benchmarks.decisionlog.scaleout", "--events", str(args.events)],
+        [sys.executable, "-m", "benchmarks.decisionlog.scaleout", "--events", str(args.events)],
         cwd=ROOT,
         env={**env, "DJANGO_SETTINGS_MODULE": "console.settings.dev"},
         check=True,

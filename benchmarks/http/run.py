@@ -147,6 +147,60 @@ def _wait_ready(port: int, server: subprocess.Popen, timeout: float = 60.0) -> N
     raise SystemExit("gunicorn did not answer /healthz in time")
 
 
+def prepare(database: str, redis_url: str, var: str, sessions: int) -> tuple[dict[str, str], Any]:
+    """The database dropped, created, migrated and seeded with `sessions` sessions, Redis flushed,
+    static files collected: the environment of the console's processes and what was seeded."""
+    env = _environment(database, redis_url, var)
+    _recreate_database(database)
+    _flush_redis(redis_url)
+    python = sys.executable
+    subprocess.run(
+        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    subprocess.run(
+        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    seeded = json.loads(
+        subprocess.run(
+            [python, "-m", "benchmarks.http.seed", str(sessions)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    return env, seeded
+
+
+def serve(env: dict[str, str], port: int, workers: int, log: Path) -> subprocess.Popen:
+    """gunicorn with the console's own config on `port`, its output appended to `log`."""
+    with log.open("a") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "python:console.gunicorn",
+                "console.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
 def _endpoints(sessions: list[str], clients: int) -> dict[str, list[tuple[str, str, Any]]]:
     evaluate = [
         (
@@ -187,31 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
-    env = _environment(args.database_url, args.redis_url, var)
-    _recreate_database(args.database_url)
-    _flush_redis(args.redis_url)
-    python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
-    subprocess.run(
-        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    seeded = json.loads(
-        subprocess.run(
-            [python, "-m", "benchmarks.http.seed", str(args.clients)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    env, seeded = prepare(args.database_url, args.redis_url, var, args.clients)
     endpoints = _endpoints(seeded["sessions"], args.clients)
 
     print(
@@ -230,25 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
         for workers in args.workers:
             port = _free_port()
-            with log.open("a") as out:
-                server = subprocess.Popen(
-                    [
-                        python,
-                        "-m",
-                        "gunicorn",
-                        "-c",
-                        "python:console.gunicorn",
-                        "console.wsgi",
-                        "--bind",
-                        f"127.0.0.1:{port}",
-                        "--workers",
-                        str(workers),
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+            server = serve(env, port, workers, log)
             try:
                 _wait_ready(port, server)
                 # Every worker thread's first requests import the URLconf and the views and
