@@ -1,7 +1,7 @@
 """Decision logs, measured: how soon a runtime's decision is in the console's feed at 1,000
 decisions/s, the console's sustained ingest rate, and sequence matching with 1 and 2 workers.
 
-    python -m benchmarks.decisionlog [--quick] [--rate R] [--seconds S] [--backlog N]
+    python -m benchmarks.decisionlog [--quick] [--rate R [R...]] [--seconds S] [--backlog N]
 
 Setup: its own PostgreSQL database (`BENCH_DATABASE_URL`, dropped and created again) and Redis
 database (`BENCH_REDIS_URL`, flushed), seeded by `benchmarks.http.seed`; the console under
@@ -147,10 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         "--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
     )
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS))
-    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--rate", type=int, nargs="+", default=[1000])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--backlog", type=int, default=30_000)
     parser.add_argument("--events", type=int, default=60_000, help="scale-out backlog")
+    parser.add_argument("--no-scaleout", action="store_true", help="skip part 3")
     parser.add_argument("--quick", action="store_true", help="a few-second smoke run")
     args = parser.parse_args(argv)
     if args.quick:
@@ -168,15 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(port, server)
-        delay(url, seeded["key"], args.database_url, args.rate, 2.0, var)  # warm-up
-        result = delay(url, seeded["key"], args.database_url, args.rate, args.seconds, var)
-        print(
-            f"delay, {result['rate']:,.0f} decisions/s for {args.seconds:g} s (gunicorn, 2 workers): "
-            f"p50 {result['p50']:,.0f} ms, p99 {result['p99']:,.0f} ms, max {result['max']:,.0f} ms; "
-            f"{result['in_feed']:,} of {result['made']:,} in the feed, "
-            f"{result['within_2s']:.1%} within 2 s; load average {_load()}",
-            flush=True,
-        )
+        delay(url, seeded["key"], args.database_url, args.rate[0], 2.0, var)  # warm-up
+        for rate in args.rate:
+            result = delay(url, seeded["key"], args.database_url, rate, args.seconds, var)
+            print(
+                f"delay, {result['rate']:,.0f} decisions/s for {args.seconds:g} s (gunicorn, 2 "
+                f"workers): p50 {result['p50']:,.0f} ms, p99 {result['p99']:,.0f} ms, max "
+                f"{result['max']:,.0f} ms; {result['in_feed']:,} of {result['made']:,} in the "
+                f"feed, {result['within_2s']:.1%} within 2 s; load average {_load()}",
+                flush=True,
+            )
         rate = ingest(url, seeded["key"], args.backlog, var)
         print(
             f"ingest, a spool of {rate['backlog']:,} records drained: {rate['rate']:,.0f} records/s "
@@ -187,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    if args.no_scaleout:
+        return 0
     subprocess.run(
         [sys.executable, "-m", "benchmarks.decisionlog.scaleout", "--events", str(args.events)],
         cwd=ROOT,

@@ -61,7 +61,7 @@ def _workers(count: int, log: Path) -> list[subprocess.Popen]:
     return started
 
 
-def run(actor, events: int, workers: int, log: Path) -> float:  # noqa: ANN001
+def run(actor, events: int, workers: int, log: Path, timeout: float = 900) -> float:  # noqa: ANN001
     """Seconds for `workers` processes to match a backlog of `events` events."""
     import redis
 
@@ -77,6 +77,10 @@ def run(actor, events: int, workers: int, log: Path) -> float:  # noqa: ANN001
         while Event.objects.filter(
             organisation=actor.organisation, match_state=MatchState.PENDING
         ).exists():
+            if time.perf_counter() - begin > timeout:
+                # No sweeper runs here (it would send drains of its own): a lost task, say from
+                # a flush of this Redis database by someone else, leaves events pending.
+                raise SystemExit(f"events still pending after {timeout:g} s (drains lost?)")
             time.sleep(0.05)
         return time.perf_counter() - begin
     finally:
