@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     port = _free_port()
     log = var / "gunicorn.log"
-    server = serve(env, port, 2, log)
+    # The console in a scheduling group of its own (see scaleout.py): it runs on another machine.
+    server = serve(env, port, 2, log, own_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(port, server)

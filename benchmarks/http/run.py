@@ -178,8 +178,11 @@ def prepare(database: str, redis_url: str, var: str, sessions: int) -> tuple[dic
     return env, seeded
 
 
-def serve(env: dict[str, str], port: int, workers: int, log: Path) -> subprocess.Popen:
-    """gunicorn with the console's own config on `port`, its output appended to `log`."""
+def serve(
+    env: dict[str, str], port: int, workers: int, log: Path, *, own_session: bool = False
+) -> subprocess.Popen:
+    """gunicorn with the console's own config on `port`, its output appended to `log`;
+    `own_session`: in a session (so a scheduling group) of its own, as a server elsewhere."""
     with log.open("a") as out:
         return subprocess.Popen(
             [
@@ -198,6 +201,7 @@ def serve(env: dict[str, str], port: int, workers: int, log: Path) -> subprocess
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=own_session,
         )
 
 
