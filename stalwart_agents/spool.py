@@ -6,13 +6,13 @@ committed before the sink returns, so a record handed over survives the process 
 (With `synchronous="NORMAL"`, the default, a power cut may lose the last commits; `"FULL"` syncs
 every record to disk, at a few milliseconds each on an ordinary disk.)
 
-`Shipper` is a background thread that sends the oldest records to the console's
-`POST /v1/decisions` in batches, and deletes them from the spool only once the console has
+`Shipper` runs background threads (`lanes`, default 2, each the sessions whose id hashes to it)
+that send the oldest records to the console's `POST /v1/decisions` in batches, and deletes them from the spool only once the console has
 answered 200 (stored, already stored, or kept as unreadable: the console has them either way).
 The console down, slow or failing (a network error, a timeout, 429, 5xx, 401/403) costs nothing
 but time: the same batch is sent again after a backoff that doubles from `backoff[0]` to
-`backoff[1]` seconds, with jitter. Records leave in the order they were written, so each
-session's records reach the console in order; the console stores each record id once, so a
+`backoff[1]` seconds, with jitter. A lane's records leave in the order they were written, and a
+session is in one lane, so each session's records reach the console in order; the console stores each record id once, so a
 batch sent again after a lost answer is not stored twice. A batch the console refuses as a
 whole (400 or 413) is halved until the one record at fault is found; that record is moved to the
 spool's `parked` table and reported (logged, `status()["parked"]`), never sent again and never
@@ -38,6 +38,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS records (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL,
     session TEXT NOT NULL,
+    hash INTEGER NOT NULL,
     body TEXT NOT NULL,
     size INTEGER NOT NULL,
     written REAL NOT NULL
@@ -143,11 +145,14 @@ class Spool:
                         self._bytes,
                     )
                 raise SpoolFull(f"the decision-log spool {self.path} is full")
+            session = str(record.get("session") or "")
             self._db.execute(
-                "INSERT INTO records (id, session, body, size, written) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO records (id, session, hash, body, size, written) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     str(record.get("id") or ""),
-                    str(record.get("session") or ""),
+                    session,
+                    zlib.crc32(session.encode()),
                     body,
                     size,
                     time.time(),
@@ -159,29 +164,31 @@ class Spool:
 
     # -- the shipper's side ----------------------------------------------------------------------
 
-    def peek(self, limit: int) -> list[tuple[int, str]]:
-        """The oldest `limit` records waiting, as (position, JSON text), oldest first."""
+    def peek(self, limit: int, lane: int = 0, lanes: int = 1) -> list[tuple[int, str]]:
+        """The oldest `limit` records waiting in one lane, as (position, JSON text), oldest first.
+
+        A session's records are all in one lane (by a hash of its id), so shipping lanes side by
+        side keeps each session's records in order."""
         with self._lock:
             return self._db.execute(
-                "SELECT position, body FROM records ORDER BY position LIMIT ?", (limit,)
+                "SELECT position, body FROM records WHERE hash % ? = ? ORDER BY position LIMIT ?",
+                (lanes, lane, limit),
             ).fetchall()
 
-    def ack(self, positions: list[int]) -> None:
-        """The console has these records: they leave the spool."""
+    def ack(self, positions: list[int], lane: int = 0, lanes: int = 1) -> None:
+        """The console has these records (a `peek` of this lane): they leave the spool."""
         if not positions:
             return
+        span = "position BETWEEN ? AND ? AND hash % ? = ?"
+        given = (positions[0], positions[-1], lanes, lane)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute(
-                    "SELECT count(*), coalesce(sum(size), 0) FROM records "
-                    "WHERE position BETWEEN ? AND ?",
-                    (positions[0], positions[-1]),
+                    f"SELECT count(*), coalesce(sum(size), 0) FROM records WHERE {span}",  # noqa: S608
+                    given,
                 ).fetchone()
-                self._db.execute(
-                    "DELETE FROM records WHERE position BETWEEN ? AND ?",
-                    (positions[0], positions[-1]),
-                )
+                self._db.execute(f"DELETE FROM records WHERE {span}", given)  # noqa: S608
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -254,10 +261,12 @@ class ShipFailed(SpoolError):
 
 
 class Shipper:
-    """Sends a spool's records to the console in batches from a background thread.
+    """Sends a spool's records to the console in batches from background threads.
 
-    `start()` begins, `flush(timeout)` waits until the spool is empty, `stop()` ends the thread
-    (records not yet shipped stay in the spool for the next run).
+    `lanes` threads each ship the sessions of one lane (a hash of the session id), so that as
+    many batches are in flight while each session's records still leave in order. `start()`
+    begins, `flush(timeout)` waits until the spool is empty, `stop()` ends the threads (records
+    not yet shipped stay in the spool for the next run).
     """
 
     def __init__(
@@ -271,9 +280,10 @@ class Shipper:
         timeout: float = 10.0,
         backoff: tuple[float, float] = (0.5, 30.0),
         organisation: str | None = None,
+        lanes: int = 2,
     ) -> None:
-        if batch < 1:
-            raise ValueError("batch: at least 1")
+        if batch < 1 or lanes < 1:
+            raise ValueError("batch and lanes: at least 1")
         self.spool = spool
         self.url = url.rstrip("/") + "/v1/decisions"
         self.api_key = api_key
@@ -282,9 +292,11 @@ class Shipper:
         self.timeout = timeout
         self.backoff = backoff
         self.organisation = organisation
-        self._limit = batch
+        self.lanes = lanes
+        self._limits = [batch] * lanes
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._counting = threading.Lock()
         self.shipped = 0
         self.duplicates = 0
         self.unreadable = 0
@@ -317,11 +329,15 @@ class Shipper:
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise ShipFailed(f"the console at {self.url} cannot be reached: {exc}") from exc
 
-    def ship_once(self) -> int:
-        """Send the oldest batch; returns how many records left the spool (0: nothing waiting).
+    def ship_once(self, lane: int | None = None) -> int:
+        """Send the oldest batch of a lane (of each lane, when None); returns how many records
+        left the spool (0: nothing waiting).
 
         `ShipFailed` when the console could not take it (the records stay, in order)."""
-        rows = self.spool.peek(self._limit)
+        if lane is None:
+            return sum(self.ship_once(each) for each in range(self.lanes))
+        limit = self._limits[lane]
+        rows = self.spool.peek(limit, lane, self.lanes)
         if not rows:
             return 0
         try:
@@ -329,40 +345,44 @@ class Shipper:
         except ShipRefused as exc:
             if len(rows) == 1:
                 self.spool.park(rows[0][0], str(exc))
-                self._limit = self.batch
+                self._limits[lane] = self.batch
                 return 1
-            self._limit = max(1, len(rows) // 2)
+            self._limits[lane] = max(1, len(rows) // 2)
             log.warning("the console refused a batch of %d records; sending halves", len(rows))
             return 0
-        self.spool.ack([position for position, _ in rows])
-        if len(rows) == self._limit and self._limit < self.batch:
-            self._limit = min(self.batch, self._limit * 2)
-        self.shipped += int(answer.get("stored") or 0) if isinstance(answer, dict) else 0
-        if isinstance(answer, dict):
+        self.spool.ack([position for position, _ in rows], lane, self.lanes)
+        if len(rows) == limit and limit < self.batch:
+            self._limits[lane] = min(self.batch, limit * 2)
+        answer = answer if isinstance(answer, dict) else {}
+        unread = answer.get("unreadable") or []
+        with self._counting:
+            self.shipped += int(answer.get("stored") or 0)
             self.duplicates += int(answer.get("duplicates") or 0)
-            unread = answer.get("unreadable") or []
             self.unreadable += len(unread)
-            for item in unread[:10]:
-                log.warning("the console could not read a decision-log record: %s", item)
+        for item in unread[:10]:
+            log.warning("the console could not read a decision-log record: %s", item)
         return len(rows)
 
-    # -- the thread ------------------------------------------------------------------------------
+    # -- the threads -----------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, lane: int = 0) -> None:
         delay = self.backoff[0]
         while not self._stop.is_set():
             try:
-                moved = self.ship_once()
+                moved = self.ship_once(lane)
             except ShipFailed as exc:
-                self.failures += 1
+                with self._counting:
+                    self.failures += 1
+                    failures = self.failures
                 self.last_error = str(exc)
-                if self.failures == 1 or self.failures % 20 == 0:
-                    log.warning("decision logs not shipped (%d tries): %s", self.failures, exc)
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("decision logs not shipped (%d tries): %s", failures, exc)
                 self._stop.wait(delay * (0.5 + random.random() / 2))  # noqa: S311 - jitter
                 delay = min(self.backoff[1], delay * 2)
                 continue
             except Exception:  # noqa: BLE001 - the thread must not die: the records stay
-                self.failures += 1
+                with self._counting:
+                    self.failures += 1
                 log.exception("the decision-log shipper failed; it tries again")
                 self._stop.wait(delay)
                 delay = min(self.backoff[1], delay * 2)
@@ -373,12 +393,16 @@ class Shipper:
                 self.spool.arrived.clear()
 
     def start(self) -> Shipper:
-        if self._thread is None or not self._thread.is_alive():
+        if not any(thread.is_alive() for thread in self._threads):
             self._stop.clear()
-            self._thread = threading.Thread(
-                target=self.run, name="stalwart-decision-log", daemon=True
-            )
-            self._thread.start()
+            self._threads = [
+                threading.Thread(
+                    target=self.run, args=(lane,), name=f"stalwart-decision-log-{lane}", daemon=True
+                )
+                for lane in range(self.lanes)
+            ]
+            for thread in self._threads:
+                thread.start()
         return self
 
     def flush(self, timeout: float = 30.0) -> bool:
@@ -394,8 +418,8 @@ class Shipper:
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self.spool.arrived.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
 
 
 def decision_log(
