@@ -61,6 +61,8 @@ def _sessions(sink, count: int):  # noqa: ANN001, ANN202
 class Poller(threading.Thread):
     """Reads the new runtime events every `tick` seconds: (decided at, first seen at) per event."""
 
+    BACK = 5_000
+
     def __init__(self, database: str, tick: float = 0.02) -> None:
         super().__init__(daemon=True)
         import psycopg
@@ -73,14 +75,21 @@ class Poller(threading.Thread):
         self.last = self.db.execute("SELECT coalesce(max(id), 0) FROM console_event").fetchone()[0]
 
     def run(self) -> None:
+        # Batches commit side by side, so a later commit may hold lower ids: each poll looks back
+        # `BACK` ids behind the highest seen, and counts an event once.
+        found: set[int] = set()
+        start = self.last
         while not self.stopping.is_set():
             rows = self.db.execute(
                 "SELECT id, extract(epoch from at) FROM console_event "
                 "WHERE id > %s AND source = 'runtime' ORDER BY id",
-                (self.last,),
+                (max(start, self.last - self.BACK),),
             ).fetchall()
             now = time.time()
             for ident, at in rows:
+                if ident in found:
+                    continue
+                found.add(ident)
                 self.seen.append((float(at), now))
                 self.last = max(self.last, ident)
             time.sleep(self.tick)
