@@ -81,28 +81,7 @@ def _cpu(workers: list[subprocess.Popen]) -> float:
     return total
 
 
-def _database_cpu() -> float:
-    """CPU seconds used so far by the PostgreSQL backends serving this database (but this one)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
-        )
-        pids = [row[0] for row in cursor.fetchall()]
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 CPU: list[float] = []
-DATABASE_CPU: list[float] = []
 
 
 def run(actor, events: int, workers: int, log: Path, timeout: float = 900) -> float:  # noqa: ANN001
@@ -115,7 +94,7 @@ def run(actor, events: int, workers: int, log: Path, timeout: float = 900) -> fl
     started = _workers(workers, log)
     try:
         Event.objects.bulk_create(make_events(actor, events, sessions=400), batch_size=5000)
-        begin, cpu, database = time.perf_counter(), _cpu(started), _database_cpu()
+        begin, cpu = time.perf_counter(), _cpu(started)
         for shard in range(SHARDS):
             app.send_task("firewall.match_shard", args=[shard])
         while Event.objects.filter(
@@ -128,7 +107,6 @@ def run(actor, events: int, workers: int, log: Path, timeout: float = 900) -> fl
             time.sleep(0.05)
         elapsed = time.perf_counter() - begin
         CPU.append(_cpu(started) - cpu)
-        DATABASE_CPU.append(_database_cpu() - database)
         return elapsed
     finally:
         for process in started:
@@ -153,10 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         twos.append(run(actor, args.events, 2, log))
     one, two = min(ones), min(twos)
     print(
-        "CPU seconds per run (1, 2, 1, 2... workers): the workers' "
+        "the workers' CPU seconds per run (1, 2, 1, 2... workers): "
         + ", ".join(f"{c:.1f}" for c in CPU[1:])
-        + "; their PostgreSQL backends' "
-        + ", ".join(f"{c:.1f}" for c in DATABASE_CPU[1:])
     )
     print(
         f"runs: 1 worker {', '.join(f'{t:.1f}' for t in ones)} s; "
