@@ -45,8 +45,10 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RECORDS = 1_000_000
-DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+# An hour of the console away at 1,000 decisions/s is 3.6 million records of about 470 bytes:
+# the default caps hold that, with room.
+DEFAULT_MAX_RECORDS = 5_000_000
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024 * 1024
 DEFAULT_BATCH = 500
 
 _SCHEMA = """
