@@ -191,3 +191,19 @@ def test_records_go_to_the_keys_organisation_only(send, outsider, other_organisa
     assert send(who=outsider, org=other_organisation)({"records": [one]}).status_code == 200
     assert Event.objects.get(record_id=one["id"]).organisation == other_organisation
     assert not Event.objects.filter(organisation=organisation).exists()
+
+
+def test_the_feed_shows_a_runtimes_decisions(send, client_for, admin, organisation):
+    one = record(session="local-feed-1", tool="refund_card", decision="confirm", reasons=["write"])
+    send()({"records": [one]})
+    page = client_for(admin).get("/events/")
+    assert page.status_code == 200
+    assert b"refund_card" in page.content and b"local-feed-1" in page.content
+    listed = client_for(admin).get("/v1/events?session=local-feed-1").json()
+    (event,) = listed["results"]
+    assert (event["source"], event["decision"], event["reasons"]) == (
+        "runtime",
+        "confirm",
+        ["write"],
+    )
+    assert event["detail"]["record"]["sequence"] == 1
