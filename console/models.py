@@ -342,6 +342,8 @@ class Event(models.Model):
     )
     match_note = models.CharField(max_length=300, blank=True)
     shard = models.PositiveSmallIntegerField(default=0)
+    # A decision-log record's own id (`POST /v1/decisions`): a record sent twice is stored once.
+    record_id = models.UUIDField(null=True, blank=True, unique=True, editable=False)
 
     class Meta:
         ordering = ["-at", "-id"]

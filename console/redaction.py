@@ -1,35 +1,24 @@
 """Redaction of secrets before anything is written to an event, an audit row, a page or a log.
 
 The shapes of credentials come from the one table (`firewall/engine/credentials.py`) that the
-sanitize presets and the proof's code checks read too; this module only walks structures.
+sanitize presets and the proof's code checks read too, and so does the walk over structures
+(`redact_value`, beside the table, so the runtime's decision logs redact as the console does).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from firewall.engine.credentials import redact_text, secret_name
+from firewall.engine.credentials import REDACTED, redact_text, redact_value
 
-REDACTED = "[redacted]"
+__all__ = ["REDACTED", "redact", "redact_string"]
 
 
 def redact(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> Any:
     """A copy of `value` with the values of secret keys replaced by a marker, and every
-    credential inside a string replaced by `[redacted:<shape>]`."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            name = str(key)
-            if name in secret_keys or secret_name(name):
-                out[name] = REDACTED
-            else:
-                out[name] = redact(item, secret_keys=secret_keys)
-        return out
-    if isinstance(value, list | tuple):
-        return [redact(item, secret_keys=secret_keys) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)[0]
-    return value
+    credential inside a string replaced by `[redacted:<shape>]` (the walk lives beside the
+    table, so that the runtime's decision logs redact exactly as the console does)."""
+    return redact_value(value, secret_keys=secret_keys)
 
 
 def redact_string(text: str) -> str:

@@ -590,7 +590,7 @@ def membership_remove(*, actor: Actor, membership: Membership) -> None:
     )
 
 
-def event_record(
+def _event_row(
     *,
     organisation: Organisation,
     source: str,
@@ -606,18 +606,21 @@ def event_record(
     secret_keys: frozenset[str] = frozenset(),
     run_id: str = "",
     thread_id: str = "",
+    at: dt.datetime | None = None,
+    record_id: Any = None,
+    match_state: str | None = None,
+    match_note: str = "",
 ) -> Event:
-    """Record a decision in the event feed, with its detail redacted before it is written.
-
-    `run_id` and `thread_id` are the framework's (checked by the door that took them).
-
-    The event is also the sequence matchers' input: it is written `pending` in its session's
-    shard, and once the transaction commits a drain of that shard is asked for (coalesced, and
-    never required: the sweeper finds what could not be sent).
-    """
+    """The event as it is written: bounded, its detail redacted, in its session's shard;
+    `run_id` and `thread_id` are the framework's (checked by the door that took them)."""
     session, agent = session[:128], agent[:128]
     shard = zlib.crc32(f"{organisation.pk}:{agent}:{session}".encode()) % SHARDS
-    event = Event.objects.create(
+    extra: dict[str, Any] = {}
+    if at is not None:
+        extra["at"] = at
+    if match_state is not None:
+        extra["match_state"] = match_state
+    return Event(
         organisation=organisation,
         source=source,
         decision=decision,
@@ -632,24 +635,56 @@ def event_record(
         run_id=str(redact(run_id or ""))[:128],
         thread_id=str(redact(thread_id or ""))[:128],
         shard=shard,
+        record_id=record_id,
+        match_note=match_note[:300],
+        **extra,
     )
-    transaction.on_commit(lambda: kick_matcher(shard))
-    decisions_log.info(
-        "decision",
-        extra={
-            "organisation": organisation.slug,
-            "source": source,
-            "decision": decision,
-            "verdict": verdict,
-            "rule": event.rule,
-            "reasons": event.reasons,
-            "agent": agent,
-            "tool": event.tool,
-            "stage": event.stage,
-            "event": event.pk,
-        },
-    )
+
+
+def _event_recorded(organisation: Organisation, events: list[Event]) -> None:
+    """After the events are written: a drain of each shard asked for on commit, and their log lines."""
+    for shard in sorted({event.shard for event in events}):
+        transaction.on_commit(lambda shard=shard: kick_matcher(shard))
+    for event in events:
+        decisions_log.info(
+            "decision",
+            extra={
+                "organisation": organisation.slug,
+                "source": event.source,
+                "decision": event.decision,
+                "verdict": event.verdict,
+                "rule": event.rule,
+                "reasons": event.reasons,
+                "agent": event.agent,
+                "tool": event.tool,
+                "stage": event.stage,
+                "event": event.pk,
+            },
+        )
+
+
+def event_record(*, organisation: Organisation, **fields: Any) -> Event:
+    """Record a decision in the event feed, with its detail redacted before it is written.
+
+    The event is also the sequence matchers' input: it is written `pending` in its session's
+    shard, and once the transaction commits a drain of that shard is asked for (coalesced, and
+    never required: the sweeper finds what could not be sent). The fields are `_event_row`'s:
+    source, decision, session, agent, tool, stage, verdict, reasons, rule, detail, secret_keys,
+    and for a record sent by a runtime its time (`at`), `record_id` and `match_state`.
+    """
+    event = _event_row(organisation=organisation, **fields)
+    event.save(force_insert=True)
+    _event_recorded(organisation, [event])
     return event
+
+
+def events_record(*, organisation: Organisation, items: list[dict[str, Any]]) -> list[Event]:
+    """`event_record` for many events at once (one INSERT; a runtime's batch of decision logs)."""
+    events = [_event_row(organisation=organisation, **item) for item in items]
+    if events:
+        events = Event.objects.bulk_create(events)
+        _event_recorded(organisation, events)
+    return events
 
 
 def malformed_call_record(
@@ -772,3 +807,74 @@ def tool_enable(*, actor: Actor, switch) -> None:  # noqa: ANN001
             "tool": {"old": switch.tool, "new": switch.tool},
         },
     )
+
+
+def decisions_ingest(*, actor: Actor, records: list[Any]) -> dict[str, Any]:
+    """Store a runtime's batch of decision-log records in the event feed, each once.
+
+    Every record becomes an event through `events_record` (so the sequence matchers' outbox is
+    fed in the same transaction); a record whose id is already stored is counted as a duplicate
+    and not written again; one that cannot be read is stored as an `unreadable` event and named
+    in `unreadable` with the field path of its problem.
+
+    A batch is first written as it is (a batch is almost always new); the unique record id
+    refuses one holding a record already stored, and the batch is then written again without the
+    records found stored. That also covers a batch racing a copy of itself (a runtime retrying a
+    request that timed out while the first still ran): the loser is read again after the winner
+    commits, and finds its records stored.
+    """
+    from django.db import IntegrityError
+
+    from console.decisions import read_batch
+
+    require(actor, "guard.check")
+    readings = read_batch(records)
+    try:
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=False
+        )
+    except IntegrityError:
+        pass
+    try:
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=True
+        )
+    except IntegrityError:  # a third copy raced in between: its records are stored by now
+        return _decisions_store(
+            organisation=actor.organisation, readings=readings, look_for_stored=True
+        )
+
+
+@transaction.atomic
+def _decisions_store(
+    *, organisation: Organisation, readings: list[Any], look_for_stored: bool
+) -> dict[str, Any]:
+    stored: set[Any] = set()
+    if look_for_stored:
+        stored = set(
+            Event.objects.filter(record_id__in=[r.record_id for r in readings]).values_list(
+                "record_id", flat=True
+            )
+        )
+    items, unreadable, duplicates = [], [], 0
+    for reading in readings:
+        if reading.record_id in stored:
+            duplicates += 1
+            continue
+        stored.add(reading.record_id)
+        items.append({**reading.event, "record_id": reading.record_id})
+        if reading.problem is not None:
+            unreadable.append(
+                {
+                    "index": reading.index,
+                    "id": str(reading.record_id),
+                    "field": reading.problem.field,
+                    "problem": reading.problem.problem,
+                }
+            )
+    events_record(organisation=organisation, items=items)
+    return {
+        "stored": len(items) - len(unreadable),
+        "duplicates": duplicates,
+        "unreadable": unreadable,
+    }

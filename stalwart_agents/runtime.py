@@ -25,6 +25,12 @@ A refusal, a block or a failure within a run **undoes the run's earlier writes, 
 compensation is itself checked (`compensation_of`) and run once under its own intent key. A run
 begins with each turn the person says (`read`) or with `begin_run()`.
 
+**Decision logs**: a session given a `sink` hands it one record per decision (`check_call`) and
+one per call that ran (`run_allowed`), as a plain JSON dict redacted through the one credential
+table (see `decision_record`). A sink that raises changes no decision: the record is kept on the
+session (`unlogged`) and handed again, in order, before the next one (a durable sink is
+`stalwart_agents.spool.Spool`).
+
 `confirm` is answered one way: a person's yes signs a token for exactly the call at this point of
 the history (`approve`); in this process an `approver` callback the host supplies asks them
 (`wait_for_approval`), and without one nothing runs. The call is then checked again with the token.
@@ -35,14 +41,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import re
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from firewall.engine.credentials import redact_value
 from guard import engine
 from guard.engine import execution
 from guard.engine.checks import NAMES
@@ -62,6 +71,15 @@ TRUST = {"typed": 2, "tool": 1, "outside": 0, "model": 0}
 Facts = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
 Approver = Callable[[Mapping[str, Any]], bool]
 Function = Callable[[dict[str, Any], ExecutionContext], Any]
+Sink = Callable[[dict[str, Any]], None]
+
+log = logging.getLogger(__name__)
+
+#: A record larger than this (its JSON, in bytes) keeps its call's tool but not its arguments or
+#: detail: the console refuses larger ones (`STALWART_DECISIONS_MAX_RECORD_BYTES`).
+RECORD_MAX_BYTES = 32_768
+#: Records a failing sink may leave on a session before the oldest are dropped (and logged).
+UNLOGGED_MAX = 10_000
 
 
 class RuntimeError_(Exception):
@@ -598,8 +616,10 @@ class RuntimeSession:
     # make the decision stricter, `blocked(session, tool, write) -> reason | None` is the write
     # switch, asked before a write runs. None in a session of its own.
     controls: Any = None
-    # Where each decision and each call that ran is reported, one record each (the decision logs).
-    sink: Callable[[dict], None] | None = None
+    # Decision logs: called with one record per decision and per call that ran (see the module
+    # docstring); `policy_version` is written in each record where the host knows it.
+    sink: Sink | None = None
+    policy_version: str | int | None = None
 
     def __post_init__(self) -> None:
         self.history = self.wired.check.new_history(self.session)
@@ -611,6 +631,9 @@ class RuntimeSession:
         self.run_writes: list[int] = []
         self.pending: dict[str, Pending] = {}
         self._ids = itertools.count(1)
+        self._sequence = itertools.count(1)
+        self.unlogged: list[dict[str, Any]] = []
+        self.unlogged_dropped = 0
 
     # -- what the person said ------------------------------------------------------------------
 
@@ -708,7 +731,54 @@ class RuntimeSession:
                 {**decision.detail, "approval": ident},
                 decision.rule,
             )
+        if self.sink is not None:
+            self._log("decision", call, decision)
         return decision
+
+    # -- decision logs -------------------------------------------------------------------------
+
+    def _log(
+        self,
+        kind: str,
+        call: Mapping[str, Any],
+        decision: Decision,
+        outcome: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Hand one record to the sink; a sink that fails keeps it here, never the decision."""
+        record = decision_record(
+            kind,
+            call,
+            decision,
+            session=self.history.session,
+            sequence=next(self._sequence),
+            agent=str(call.get("agent") or self.agent or ""),
+            policy_version=self.policy_version,
+            outcome=outcome,
+        )
+        self.unlogged.append(record)
+        sink = self.sink
+        while self.unlogged and sink is not None:
+            try:
+                sink(self.unlogged[0])
+            except Exception:  # noqa: BLE001 - the record is kept and logged; the call goes on
+                log.warning(
+                    "the decision log's sink failed; %d record(s) of session %s kept to retry",
+                    len(self.unlogged),
+                    self.history.session,
+                    exc_info=True,
+                )
+                break
+            self.unlogged.pop(0)
+        if len(self.unlogged) > UNLOGGED_MAX:
+            dropped = len(self.unlogged) - UNLOGGED_MAX
+            del self.unlogged[:dropped]
+            self.unlogged_dropped += dropped
+            log.error(
+                "the decision log's sink has failed for %d records: %d dropped from session %s",
+                UNLOGGED_MAX,
+                dropped,
+                self.history.session,
+            )
 
     def check(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> Decision:
         """`check_call` for a tool and its arguments (`origins`, `labels`, `compensation_of`,
@@ -866,7 +936,7 @@ class RuntimeSession:
             return ended
         from stalwart_agents.client import execute_here_async
 
-        blocked = self._blocked(call)
+        blocked = self._blocked(call, decision)
         if blocked is not None:
             return blocked
         outcome = await execute_here_async(
@@ -920,13 +990,13 @@ class RuntimeSession:
         the host reports, where it reports one)."""
         from stalwart_agents.client import execute_here
 
-        blocked = self._blocked(call)
+        blocked = self._blocked(call, decision)
         if blocked is not None:
             return blocked
         outcome = execute_here(function=runner, **self._executor_inputs(call, user, authorize))
         return self._after_run(call, decision, outcome, cost)
 
-    def _blocked(self, call: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _blocked(self, call: Mapping[str, Any], decision: Decision) -> dict[str, Any] | None:
         """The console's write switch, for a session deciding from a bundle (`controls`): a
         `BLOCKED` outcome (the run undone) where it is off for this call, else None."""
         if self.controls is None:
@@ -936,9 +1006,10 @@ class RuntimeSession:
         reason = self.controls.blocked(self, tool, known is None or known.kind != "read")
         if reason is None:
             return None
-        return self._undo_into(
-            {"outcome": "BLOCKED", "reasons": [reason], "detail": {"tool": tool}}
-        )
+        outcome = {"outcome": "BLOCKED", "reasons": [reason], "detail": {"tool": tool}}
+        if self.sink is not None:
+            self._log("execution", call, decision, outcome)
+        return self._undo_into(outcome)
 
     def _executor_inputs(
         self, call: Mapping[str, Any], user: str, authorize: Any
@@ -964,6 +1035,8 @@ class RuntimeSession:
     def _after_run(
         self, call: Mapping[str, Any], decision: Decision, outcome: dict[str, Any], cost: Any
     ) -> dict[str, Any]:
+        if self.sink is not None:
+            self._log("execution", call, decision, outcome)
         if outcome["outcome"] == "SUCCEEDED":
             if not outcome.pop("suppressed", False):
                 self.record_call(call, outcome["result"], cost=cost)
@@ -1020,6 +1093,59 @@ class RuntimeSession:
                 item["missing"] = list(step.missing)
             report.append(item)
         return report
+
+
+def decision_record(
+    kind: str,
+    call: Mapping[str, Any],
+    decision: Decision,
+    *,
+    session: str,
+    sequence: int,
+    agent: str,
+    policy_version: str | int | None = None,
+    outcome: Mapping[str, Any] | None = None,
+    at: float | None = None,
+) -> dict[str, Any]:
+    """One decision-log record: JSON-able, redacted, with a unique id and its place in the session.
+
+    `kind` is `decision` (a check's answer) or `execution` (a call that ran: `outcome` is the
+    executor's `SUCCEEDED`, `FAILED`, `UNCERTAIN`...). The call's arguments and the decision's
+    detail go through the credential table (`redact_value`); a record past `RECORD_MAX_BYTES`
+    keeps its fields but not its arguments or detail (`truncated` says so).
+    """
+    version = policy_version
+    if version is None:
+        version = decision.detail.get("policy_version")
+    shown_call = {
+        name: call[name]
+        for name in ("tool", "arguments", "origins", "labels", "compensation_of", "plan_step")
+        if call.get(name) is not None
+    }
+    detail: dict[str, Any] = {"call": shown_call, "detail": dict(decision.detail)}
+    if outcome is not None:
+        detail["outcome"] = {
+            name: outcome[name] for name in ("outcome", "key", "error") if outcome.get(name)
+        }
+    record: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "session": session,
+        "sequence": sequence,
+        "kind": kind,
+        "at": time.time() if at is None else at,
+        "agent": agent,
+        "tool": str(call.get("tool") or ""),
+        "decision": decision.decision,
+        "reasons": [str(reason) for reason in decision.reasons],
+        "rule": decision.rule or "",
+        "policy_version": version if isinstance(version, (str, int)) else None,
+        "outcome": str(outcome.get("outcome")) if outcome is not None else None,
+        "detail": redact_value(json.loads(json.dumps(detail, default=str))),
+    }
+    size = len(json.dumps(record, separators=(",", ":")).encode())
+    if size > RECORD_MAX_BYTES:
+        record["detail"] = {"call": {"tool": record["tool"]}, "truncated": size}
+    return record
 
 
 class NoApprover(RuntimeError_):

@@ -160,8 +160,39 @@ def seed_with(env: dict[str, str], module: str, *args: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def serve(port: int, workers: int, env: dict[str, str], log: Path) -> subprocess.Popen:
-    """gunicorn with the console's own config on `port`, its output appended to `log`."""
+def _wait_ready(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit("gunicorn exited before it answered")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer /healthz in time")
+
+
+def prepare(database: str, redis_url: str, var: str, sessions: int) -> tuple[dict[str, str], Any]:
+    """The database dropped, created, migrated and seeded with `sessions` sessions, Redis flushed,
+    static files collected: the environment of the console's processes and what was seeded."""
+    env = fresh_console(database, redis_url, var)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    return env, seed_with(env, "benchmarks.http.seed", str(sessions))
+
+
+def serve(
+    env: dict[str, str], port: int, workers: int, log: Path, *, own_session: bool = False
+) -> subprocess.Popen:
+    """gunicorn with the console's own config on `port`, its output appended to `log`;
+    `own_session`: in a session (so a scheduling group) of its own, as a server elsewhere."""
     with log.open("a") as out:
         return subprocess.Popen(
             [
@@ -180,22 +211,8 @@ def serve(port: int, workers: int, env: dict[str, str], log: Path) -> subprocess
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=own_session,
         )
-
-
-def _wait_ready(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit("gunicorn exited before it answered")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /healthz in time")
 
 
 def _endpoints(sessions: list[str], clients: int) -> dict[str, list[tuple[str, str, Any]]]:
@@ -238,15 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
-    env = fresh_console(args.database_url, args.redis_url, var)
-    python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    seeded = seed_with(env, "benchmarks.http.seed", str(args.clients))
+    env, seeded = prepare(args.database_url, args.redis_url, var, args.clients)
     endpoints = _endpoints(seeded["sessions"], args.clients)
 
     print(
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
         for workers in args.workers:
             port = _free_port()
-            server = serve(port, workers, env, log)
+            server = serve(env, port, workers, log)
             try:
                 _wait_ready(port, server)
                 # Every worker thread's first requests import the URLconf and the views and

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     seeded = seed_with(env, "benchmarks.runtime.seed")
     port = _free_port()
     log = Path(var) / "gunicorn.log"
-    server = serve(port, 2, env, log)
+    server = serve(env, port, 2, log)
     try:
         _wait_ready(port, server)
         before = os.getloadavg()

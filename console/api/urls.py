@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.urls import path
 
 from console import gateways
-from console.api import bundle, controls, views
+from console.api import bundle, controls, decisions, views
 
 urlpatterns = [
     path("settings", views.SettingsView.as_view(), name="api-settings"),
     path("events", views.EventListView.as_view(), name="api-events"),
+    path("decisions", decisions.DecisionsView.as_view(), name="api-decisions"),
     path("events/<int:event_id>", views.EventDetailView.as_view(), name="api-event"),
     path("audit", views.AuditListView.as_view(), name="api-audit"),
     path("health", views.HealthView.as_view(), name="api-health"),

@@ -262,6 +262,14 @@ STALWART_API_MAX_BODY_BYTES = int(os.environ.get("STALWART_API_MAX_BODY_BYTES", 
 DATA_UPLOAD_MAX_MEMORY_SIZE = STALWART_API_MAX_BODY_BYTES
 STALWART_API_MAX_JSON_DEPTH = int(os.environ.get("STALWART_API_MAX_JSON_DEPTH", "64"))
 
+# Decision logs sent by runtimes (`POST /v1/decisions`, console/decisions.py): the most records in
+# one batch, the largest record (its JSON, in bytes) and the deepest nesting of a record.
+STALWART_DECISIONS_MAX_BATCH = int(os.environ.get("STALWART_DECISIONS_MAX_BATCH", "1000"))
+STALWART_DECISIONS_MAX_RECORD_BYTES = int(
+    os.environ.get("STALWART_DECISIONS_MAX_RECORD_BYTES", "65536")
+)
+STALWART_DECISIONS_MAX_DEPTH = int(os.environ.get("STALWART_DECISIONS_MAX_DEPTH", "16"))
+
 # Failed API-key authentications per address (console/api/authentication.py): past the limit
 # within the window, every key from that address answers 429 until the window ends.
 STALWART_API_KEY_FAILURE_LIMIT = int(os.environ.get("STALWART_API_KEY_FAILURE_LIMIT", "20"))

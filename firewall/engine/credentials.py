@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -282,6 +283,13 @@ _SECRET_WORDS = re2.compile(
 
 def secret_name(name: str) -> bool:
     """Whether a field, key or variable called `name` holds a secret by its name alone."""
+    # Names repeat far more than they vary (every event's `call`, `tool`, `arguments`...): each
+    # is read once per process.
+    return _secret_name(name) if isinstance(name, str) else False
+
+
+@functools.lru_cache(maxsize=8192)
+def _secret_name(name: str) -> bool:
     if not name or len(name) > 200:
         return False
     words = _SEPARATORS.sub("_", _CAMEL.sub(r"\1_\2", _text(name)).lower())
@@ -304,3 +312,27 @@ def could_hold(name: str | None, text: str) -> bool:
 def shortest(name: str | None = None) -> int:
     """The shortest text one recogniser (or any of the table) can match."""
     return _SHORTEST if name is None else _BY_NAME[name].min_length
+
+
+#: What a secret key's value is replaced by in a redacted structure.
+REDACTED = "[redacted]"
+
+
+def redact_value(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> Any:
+    """A copy of a JSON-like `value` with the values of secret keys (by `secret_name`, or named in
+    `secret_keys`) replaced by `[redacted]`, and every credential inside a string replaced by
+    `[redacted:<shape>]`. The console's events and the runtime's decision logs both use it."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = str(key)
+            if name in secret_keys or secret_name(name):
+                out[name] = REDACTED
+            else:
+                out[name] = redact_value(item, secret_keys=secret_keys)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_value(item, secret_keys=secret_keys) for item in value]
+    if isinstance(value, str):
+        return redact_text(value)[0]
+    return value

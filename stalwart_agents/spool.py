@@ -1,0 +1,441 @@
+"""Decision logs on the agent's machine: a durable local spool and the shipper that drains it.
+
+A runtime session given a sink (`RuntimeSession(sink=...)`) hands it one record per decision and
+per call that ran. `Spool` is that sink: each record is one row of a SQLite file in WAL mode,
+committed before the sink returns, so a record handed over survives the process being killed.
+(With `synchronous="NORMAL"`, the default, a power cut may lose the last commits; `"FULL"` syncs
+every record to disk, at a few milliseconds each on an ordinary disk.)
+
+`Shipper` runs background threads (`lanes`, default 2, each the sessions whose id hashes to it)
+that send the oldest records to the console's `POST /v1/decisions` in batches, and deletes them from the spool only once the console has
+answered 200 (stored, already stored, or kept as unreadable: the console has them either way).
+The console down, slow or failing (a network error, a timeout, 429, 5xx, 401/403) costs nothing
+but time: the same batch is sent again after a backoff that doubles from `backoff[0]` to
+`backoff[1]` seconds, with jitter. A lane's records leave in the order they were written, and a
+session is in one lane, so each session's records reach the console in order; the console stores each record id once, so a
+batch sent again after a lost answer is not stored twice. A batch the console refuses as a
+whole (400 or 413) is halved until the one record at fault is found; that record is moved to the
+spool's `parked` table and reported (logged, `status()["parked"]`), never sent again and never
+deleted.
+
+**A full spool** (`max_records` rows or `max_bytes` of records waiting) refuses new records:
+`SpoolFull` is raised to the sink's caller and an error is logged once per spell of refusals,
+with the count in `status()["refused"]`. Nothing already waiting is dropped. A `RuntimeSession`
+whose sink raises keeps the record in memory and hands it again before its next one (see
+`stalwart_agents.runtime`), so a spool that empties again loses nothing; a decision is never
+changed by the decision log. That is our choice over refusing the calls themselves: the log
+records what the runtime decided, and the runtime keeps deciding (and failing closed) on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# An hour of the console away at 1,000 decisions/s is 3.6 million records of about 470 bytes:
+# the default caps hold that, with room.
+DEFAULT_MAX_RECORDS = 5_000_000
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024 * 1024
+DEFAULT_BATCH = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    hash INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    written REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parked (
+    position INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    parked REAL NOT NULL
+);
+"""
+
+
+class SpoolError(Exception):
+    """Base of the spool's own errors."""
+
+
+class SpoolFull(SpoolError):
+    """The spool holds its cap of records waiting: this record was not written."""
+
+
+def default_path() -> Path:
+    """Where the spool lives unless told: `$STALWART_SPOOL`, else the user's state folder."""
+    given = os.environ.get("STALWART_SPOOL")
+    if given:
+        return Path(given)
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "stalwart" / "decisions.sqlite3"
+
+
+class Spool:
+    """A durable queue of decision-log records in one SQLite file (see the module docstring).
+
+    Call it with a record (it is a sink); `peek`, `ack` and `park` are the shipper's.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        max_records: int = DEFAULT_MAX_RECORDS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous: is NORMAL or FULL")
+        if max_records < 1 or max_bytes < 1:
+            raise ValueError("max_records and max_bytes: at least 1")
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self.arrived = threading.Event()
+        self._db = sqlite3.connect(
+            str(self.path), check_same_thread=False, isolation_level=None, timeout=30
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        self._db.executescript(_SCHEMA)
+        count, size = self._db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM records"
+        ).fetchone()
+        self._count, self._bytes = int(count), int(size)
+        self.refused = 0
+        self._refusing = False
+
+    # -- the sink --------------------------------------------------------------------------------
+
+    def __call__(self, record: Mapping[str, Any]) -> None:
+        self.append(record)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write one record, committed before this returns; `SpoolFull` when at the cap."""
+        body = json.dumps(record, separators=(",", ":"), default=str)
+        size = len(body.encode())
+        with self._lock:
+            if self._count + 1 > self.max_records or self._bytes + size > self.max_bytes:
+                self.refused += 1
+                if not self._refusing:
+                    self._refusing = True
+                    log.error(
+                        "the decision-log spool %s is full (%d records, %d bytes waiting): "
+                        "new records are refused until the console takes some",
+                        self.path,
+                        self._count,
+                        self._bytes,
+                    )
+                raise SpoolFull(f"the decision-log spool {self.path} is full")
+            session = str(record.get("session") or "")
+            self._db.execute(
+                "INSERT INTO records (id, session, hash, body, size, written) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    str(record.get("id") or ""),
+                    session,
+                    zlib.crc32(session.encode()),
+                    body,
+                    size,
+                    time.time(),
+                ),
+            )
+            self._count += 1
+            self._bytes += size
+        self.arrived.set()
+
+    # -- the shipper's side ----------------------------------------------------------------------
+
+    def peek(self, limit: int, lane: int = 0, lanes: int = 1) -> list[tuple[int, str]]:
+        """The oldest `limit` records waiting in one lane, as (position, JSON text), oldest first.
+
+        A session's records are all in one lane (by a hash of its id), so shipping lanes side by
+        side keeps each session's records in order."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT position, body FROM records WHERE hash % ? = ? ORDER BY position LIMIT ?",
+                (lanes, lane, limit),
+            ).fetchall()
+
+    def ack(self, positions: list[int], lane: int = 0, lanes: int = 1) -> None:
+        """The console has these records (a `peek` of this lane): they leave the spool."""
+        if not positions:
+            return
+        span = "position BETWEEN ? AND ? AND hash % ? = ?"
+        given = (positions[0], positions[-1], lanes, lane)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    f"SELECT count(*), coalesce(sum(size), 0) FROM records WHERE {span}",  # noqa: S608
+                    given,
+                ).fetchone()
+                self._db.execute(f"DELETE FROM records WHERE {span}", given)  # noqa: S608
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._count -= int(row[0])
+            self._bytes -= int(row[1])
+            if self._refusing and self._count < self.max_records:
+                self._refusing = False
+                log.warning("the decision-log spool %s takes records again", self.path)
+
+    def park(self, position: int, reason: str) -> None:
+        """Move a record the console refuses on its own out of the way, kept and reported."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT id, body, size FROM records WHERE position = ?", (position,)
+                ).fetchone()
+                if row is not None:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO parked VALUES (?, ?, ?, ?, ?)",
+                        (position, row[0], row[1], reason[:2000], time.time()),
+                    )
+                    self._db.execute("DELETE FROM records WHERE position = ?", (position,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            if row is not None:
+                self._count -= 1
+                self._bytes -= int(row[2])
+        log.error("a decision-log record the console refuses was parked: %s", reason[:500])
+
+    def pending(self) -> int:
+        """How many records wait to be shipped."""
+        with self._lock:
+            return self._count
+
+    def status(self) -> dict[str, Any]:
+        """What the spool holds: records and bytes waiting, the oldest's age, parked, refused."""
+        with self._lock:
+            oldest = self._db.execute("SELECT min(written) FROM records").fetchone()[0]
+            parked = self._db.execute("SELECT count(*) FROM parked").fetchone()[0]
+            return {
+                "path": str(self.path),
+                "pending": self._count,
+                "bytes": self._bytes,
+                "oldest_seconds": (time.time() - oldest) if oldest is not None else None,
+                "parked": int(parked),
+                "refused": self.refused,
+                "full": self._refusing,
+            }
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class ShipRefused(SpoolError):
+    """The console refused a batch as a whole (400 or 413): it is split to find the record."""
+
+    def __init__(self, status: int, answer: Any) -> None:
+        super().__init__(f"the console refused the batch ({status}): {answer}")
+        self.status = status
+        self.answer = answer
+
+
+class ShipFailed(SpoolError):
+    """The batch did not reach the console, or the console could not take it now: sent again."""
+
+
+class Shipper:
+    """Sends a spool's records to the console in batches from background threads.
+
+    `lanes` threads each ship the sessions of one lane (a hash of the session id), so that as
+    many batches are in flight while each session's records still leave in order. `start()`
+    begins, `flush(timeout)` waits until the spool is empty, `stop()` ends the threads (records
+    not yet shipped stay in the spool for the next run).
+    """
+
+    def __init__(
+        self,
+        spool: Spool,
+        *,
+        url: str,
+        api_key: str,
+        batch: int = DEFAULT_BATCH,
+        interval: float = 0.2,
+        timeout: float = 10.0,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        organisation: str | None = None,
+        lanes: int = 2,
+    ) -> None:
+        if batch < 1 or lanes < 1:
+            raise ValueError("batch and lanes: at least 1")
+        self.spool = spool
+        self.url = url.rstrip("/") + "/v1/decisions"
+        self.api_key = api_key
+        self.batch = batch
+        self.interval = interval
+        self.timeout = timeout
+        self.backoff = backoff
+        self.organisation = organisation
+        self.lanes = lanes
+        self._limits = [batch] * lanes
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._counting = threading.Lock()
+        self.shipped = 0
+        self.duplicates = 0
+        self.unreadable = 0
+        self.failures = 0
+        self.last_error: str | None = None
+
+    # -- one batch -------------------------------------------------------------------------------
+
+    def _post(self, bodies: list[str]) -> dict[str, Any]:
+        data = ('{"records":[' + ",".join(bodies) + "]}").encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {self.api_key}",
+            "User-Agent": "stalwart-agents/1 decision-log",
+        }
+        if self.organisation:
+            headers["X-Stalwart-Organisation"] = self.organisation
+        request = urllib.request.Request(self.url, data=data, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                answer: Any = json.loads(exc.read())
+            except ValueError:
+                answer = exc.reason
+            if exc.code in (400, 413):
+                raise ShipRefused(exc.code, answer) from exc
+            raise ShipFailed(f"the console answered {exc.code}: {answer}") from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ShipFailed(f"the console at {self.url} cannot be reached: {exc}") from exc
+
+    def ship_once(self, lane: int | None = None) -> int:
+        """Send the oldest batch of a lane (of each lane, when None); returns how many records
+        left the spool (0: nothing waiting).
+
+        `ShipFailed` when the console could not take it (the records stay, in order)."""
+        if lane is None:
+            return sum(self.ship_once(each) for each in range(self.lanes))
+        limit = self._limits[lane]
+        rows = self.spool.peek(limit, lane, self.lanes)
+        if not rows:
+            return 0
+        try:
+            answer = self._post([body for _, body in rows])
+        except ShipRefused as exc:
+            if len(rows) == 1:
+                self.spool.park(rows[0][0], str(exc))
+                self._limits[lane] = self.batch
+                return 1
+            self._limits[lane] = max(1, len(rows) // 2)
+            log.warning("the console refused a batch of %d records; sending halves", len(rows))
+            return 0
+        self.spool.ack([position for position, _ in rows], lane, self.lanes)
+        if len(rows) == limit and limit < self.batch:
+            self._limits[lane] = min(self.batch, limit * 2)
+        answer = answer if isinstance(answer, dict) else {}
+        unread = answer.get("unreadable") or []
+        with self._counting:
+            self.shipped += int(answer.get("stored") or 0)
+            self.duplicates += int(answer.get("duplicates") or 0)
+            self.unreadable += len(unread)
+        for item in unread[:10]:
+            log.warning("the console could not read a decision-log record: %s", item)
+        return len(rows)
+
+    # -- the threads -----------------------------------------------------------------------------
+
+    def run(self, lane: int = 0) -> None:
+        delay = self.backoff[0]
+        while not self._stop.is_set():
+            try:
+                moved = self.ship_once(lane)
+            except ShipFailed as exc:
+                with self._counting:
+                    self.failures += 1
+                    failures = self.failures
+                self.last_error = str(exc)
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("decision logs not shipped (%d tries): %s", failures, exc)
+                self._stop.wait(delay * (0.5 + random.random() / 2))  # noqa: S311 - jitter
+                delay = min(self.backoff[1], delay * 2)
+                continue
+            except Exception:  # noqa: BLE001 - the thread must not die: the records stay
+                with self._counting:
+                    self.failures += 1
+                log.exception("the decision-log shipper failed; it tries again")
+                self._stop.wait(delay)
+                delay = min(self.backoff[1], delay * 2)
+                continue
+            delay = self.backoff[0]
+            if moved == 0:
+                self.spool.arrived.wait(self.interval)
+                self.spool.arrived.clear()
+
+    def start(self) -> Shipper:
+        if not any(thread.is_alive() for thread in self._threads):
+            self._stop.clear()
+            self._threads = [
+                threading.Thread(
+                    target=self.run, args=(lane,), name=f"stalwart-decision-log-{lane}", daemon=True
+                )
+                for lane in range(self.lanes)
+            ]
+            for thread in self._threads:
+                thread.start()
+        return self
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every record waiting has been shipped; False if the time ran out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.spool.pending() == 0:
+                return True
+            self.spool.arrived.set()
+            time.sleep(0.05)
+        return self.spool.pending() == 0
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self.spool.arrived.set()
+        for thread in self._threads:
+            thread.join(timeout)
+
+
+def decision_log(
+    *,
+    url: str,
+    api_key: str,
+    path: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> tuple[Spool, Shipper]:
+    """A spool at `path` (or `default_path()`) and its shipper to the console at `url`, started:
+    give the spool to a session as its `sink`. `options` are `Spool`'s caps and `Shipper`'s
+    batch, interval, timeout, backoff and organisation."""
+    spool_options = {
+        k: options.pop(k) for k in ("max_records", "max_bytes", "synchronous") if k in options
+    }
+    spool = Spool(path, **spool_options)
+    return spool, Shipper(spool, url=url, api_key=api_key, **options).start()

@@ -1,0 +1,148 @@
+"""Decision logs on the agent's side: the session's records, the durable spool, and the shipper's
+handling of a console that refuses, without a console (the live console is in
+test_decision_log_faults.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from stalwart_agents import runtime
+from stalwart_agents.spool import Shipper, ShipRefused, Spool, SpoolFull
+from tests.guard.engine.conftest import lab_catalogue
+
+KEY = b"k" * 32
+
+
+def _session(**state):
+    return runtime.open_session("assistant", catalogue=lab_catalogue(), key=KEY, **state)
+
+
+def test_a_session_hands_its_sink_one_record_per_decision_and_per_call_that_ran():
+    records: list[dict] = []
+    session = _session(sink=records.append, policy_version=7)
+    session.check("get_order", {"order_id": "A1"})
+    ran = session.execute("get_order", {"order_id": "A2"}, lambda order_id: {"id": order_id})
+    assert ran["outcome"] == "SUCCEEDED"
+    assert [(r["kind"], r["tool"], r["sequence"]) for r in records] == [
+        ("decision", "get_order", 1),
+        ("decision", "get_order", 2),
+        ("execution", "get_order", 3),
+    ]
+    first = records[0]
+    assert uuid.UUID(first["id"]) and len({r["id"] for r in records}) == 3
+    assert first["session"] == session.history.session and first["agent"] == "assistant"
+    assert first["decision"] == "allow" and first["policy_version"] == 7
+    assert records[2]["outcome"] == "SUCCEEDED" and isinstance(first["at"], float)
+    assert json.loads(json.dumps(records)) == records  # plain JSON
+
+
+def test_a_record_is_redacted_through_the_credential_table():
+    records: list[dict] = []
+    session = _session(sink=records.append)
+    session.check(
+        "save_note",
+        {"text": "key AKIAIOSFODNN7EXAMPLE here", "password": "hunter2"},
+    )
+    text = json.dumps(records)
+    assert "AKIAIOSFODNN7EXAMPLE" not in text and "hunter2" not in text
+    assert "[redacted" in text
+
+
+def test_a_record_too_large_keeps_its_fields_but_not_its_arguments():
+    records: list[dict] = []
+    _session(sink=records.append).check("save_note", {"text": "x" * 100_000})
+    (record,) = records
+    assert record["tool"] == "save_note" and record["detail"]["truncated"] > 100_000
+    assert len(json.dumps(record)) < runtime.RECORD_MAX_BYTES
+
+
+def test_a_failing_sink_changes_no_decision_and_its_records_are_handed_again_in_order():
+    taken: list[dict] = []
+    failing = {"on": True}
+
+    def sink(record):
+        if failing["on"]:
+            raise OSError("disk gone")
+        taken.append(record)
+
+    plain = _session()
+    logged = _session(sink=sink)
+    for tool, arguments in (
+        ("get_order", {"order_id": "A1"}),
+        ("refund_card", {"order_id": "A1", "amount": 5}),
+    ):
+        assert logged.check(tool, arguments).decision == plain.check(tool, arguments).decision
+    assert len(logged.unlogged) == 2 and taken == []
+    failing["on"] = False
+    logged.check("get_order", {"order_id": "A3"})
+    assert [r["sequence"] for r in taken] == [1, 2, 3] and logged.unlogged == []
+
+
+def test_the_spool_keeps_records_across_a_process_that_is_killed(tmp_path):
+    path = tmp_path / "spool.sqlite3"
+    code = (
+        "import os, sys; sys.path.insert(0, '.');"
+        "from stalwart_agents.spool import Spool;"
+        f"s = Spool({str(path)!r});"
+        "[s({'id': str(i), 'session': 's', 'sequence': i}) for i in range(1, 51)];"
+        "os._exit(9)"  # no close, no flush: as if killed
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 9
+    spool = Spool(path)
+    rows = spool.peek(100)
+    assert [json.loads(body)["sequence"] for _, body in rows] == list(range(1, 51))
+    assert spool.pending() == 50
+
+
+def test_a_full_spool_refuses_the_record_and_says_so(tmp_path, caplog):
+    spool = Spool(tmp_path / "s.sqlite3", max_records=2)
+    spool({"id": "1"})
+    spool({"id": "2"})
+    with pytest.raises(SpoolFull):
+        spool({"id": "3"})
+    status = spool.status()
+    assert status["full"] and status["refused"] == 1 and status["pending"] == 2
+    assert "is full" in caplog.text
+    spool.ack([position for position, _ in spool.peek(1)])
+    spool({"id": "3"})  # room again
+    assert [json.loads(b)["id"] for _, b in spool.peek(10)] == ["2", "3"]
+
+
+def test_a_session_whose_spool_is_full_still_decides_and_keeps_the_record(tmp_path):
+    spool = Spool(tmp_path / "s.sqlite3", max_records=1)
+    session = _session(sink=spool)
+    session.check("get_order", {"order_id": "A1"})
+    assert session.check("get_order", {"order_id": "A2"}).decision == "allow"
+    assert len(session.unlogged) == 1 and spool.pending() == 1
+
+
+class _Refusing(Shipper):
+    """A shipper whose console refuses every batch holding the record `bad` (400)."""
+
+    def __init__(self, spool):
+        super().__init__(spool, url="http://127.0.0.1:9", api_key="k", batch=8)
+        self.sent: list[list[str]] = []
+
+    def _post(self, bodies):
+        ids = [json.loads(body)["id"] for body in bodies]
+        self.sent.append(ids)
+        if "bad" in ids:
+            raise ShipRefused(400, {"records": ["refused"]})
+        return {"stored": len(ids), "duplicates": 0, "unreadable": []}
+
+
+def test_a_record_the_console_refuses_alone_is_parked_and_the_rest_ship_in_order(tmp_path):
+    spool = Spool(tmp_path / "s.sqlite3")
+    for ident in ["a", "b", "c", "bad", "d", "e"]:
+        spool({"id": ident})
+    shipper = _Refusing(spool)
+    while spool.pending():
+        shipper.ship_once()
+    shipped = [i for batch in shipper.sent for i in batch if "bad" not in batch]
+    assert shipped == ["a", "b", "c", "d", "e"]
+    assert spool.status()["parked"] == 1
