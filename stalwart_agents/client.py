@@ -16,6 +16,7 @@ Where the console cannot answer (unreachable, an error), a check raises
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -148,6 +149,7 @@ class Client:
             connected.bundles.VerifyKey(self.bundle_key)  # a key that is not one: refused now
         self._feeds: dict[str, connected.BundleFeed] = {}
         self._feeds_lock = threading.Lock()
+        self._log: Any = None  # (spool, shipper): the decision logs of local sessions
 
     @property
     def remote(self) -> bool:
@@ -165,6 +167,26 @@ class Client:
             feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
             feed.close()
+        with self._feeds_lock:
+            log, self._log = self._log, None
+        if log is not None:
+            log[1].stop()
+
+    def decision_log(self) -> Any:
+        """The spool a local session's decisions are written to, shipped to this console by a
+        background shipper (started on first use; see `stalwart_agents.spool`). It lives at
+        `STALWART_SPOOL`, else in the user's state folder under a name of this console and key,
+        so two consoles (or two keys) never share a spool."""
+        from stalwart_agents import spool
+
+        with self._feeds_lock:
+            if self._log is None:
+                path = os.environ.get("STALWART_SPOOL")
+                if not path:
+                    named = hashlib.sha256(f"{self.url}\n{self.api_key}".encode()).hexdigest()
+                    path = str(spool.default_path().with_name(f"decisions-{named[:16]}.sqlite3"))
+                self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
+            return self._log[0]
 
     def feed(self, agent: str = "") -> connected.BundleFeed:
         """The bundle feed of one agent, started on first use (`SelectorUnavailableError` when
@@ -214,6 +236,7 @@ class Client:
         `sink(record)` is given one record per decision and per call that ran, in this process.
         """
         if self.remote and self.decide == "local":
+            # Decided here, recorded there: the decision logs, unless the host gives its own sink.
             return self._connected_session(
                 agent,
                 catalogue=catalogue,
@@ -308,7 +331,7 @@ class Client:
                 context=context,
                 tools=dict(tools or {}),
                 controls=controls,
-                sink=sink,
+                sink=sink if sink is not None else self.decision_log(),
             )
         except (runtime.SettingsRefused, engine.GuardError) as exc:
             raise RequestRefused(400, {"settings": [str(exc)]}) from exc

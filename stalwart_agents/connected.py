@@ -324,6 +324,8 @@ class BundleControls:
                 settings=self.settings_of(found),
             )
             self._version = found.version
+        # The decision logs name the firewall version each decision was made under.
+        session.policy_version = (found.firewall or {}).get("version")
         return found
 
     def after_check(

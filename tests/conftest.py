@@ -39,6 +39,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.fixture(autouse=True)
+def _own_state_folder(tmp_path_factory, monkeypatch):  # noqa: ANN001, ANN202
+    """A test's decision-log spools (a local session's default sink) live in a folder of the
+    run's own, never in the user's state folder that other runs on the machine share."""
+    if "STALWART_SPOOL" not in os.environ:
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.getbasetemp() / "state"))
+
+
 @pytest.fixture
 def organisation(db):  # noqa: ANN001, ANN201
     from console import services

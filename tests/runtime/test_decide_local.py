@@ -567,3 +567,28 @@ def test_a_local_session_may_only_tighten_and_follows_records_only(console):  # 
         with pytest.raises(RequestRefused) as refused:
             client.session("assistant", catalogue=inbox_catalogue(), rulebook=source)
         assert "compiled rulebook records only" in str(refused.value.body["rulebook"])
+
+
+def test_a_local_sessions_decisions_reach_the_consoles_feed_through_its_decision_log(console):  # noqa: ANN001
+    """Decided here, recorded there: with no sink of its own, a local session writes each
+    decision to the client's spool, which ships it to the console's feed, once, with the firewall
+    version of the bundle it was decided under."""
+    from console.models import Event
+
+    with local_client(console) as client:
+        local = client.session("assistant", catalogue=inbox_catalogue())
+        spool = client.decision_log()
+        assert local.runtime.sink == spool
+        assert spool.path.name.startswith("decisions-")  # one spool per console and key
+        local.check_tool_call("delete_everything", {})
+
+        def shipped() -> bool:
+            return Event.objects.filter(
+                organisation=console["organisation"], source="runtime", tool="delete_everything"
+            ).exists()
+
+        until(shipped, 10.0)
+        event = Event.objects.get(source="runtime", tool="delete_everything")
+        assert (event.decision, event.reasons) == ("refuse", ["unknown_tool"])
+        assert event.session == local.runtime.history.session
+        until(lambda: spool.pending() == 0, 10.0)  # deleted from the spool once the console took it
