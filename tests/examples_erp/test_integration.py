@@ -96,7 +96,12 @@ def test_a_partial_close_is_reconciled_by_a_worker_and_never_sent_again(erp: ERP
     log = erp.path.with_name("worker.log")
     with running_worker(beat=True, env={PATH_VARIABLE: str(erp.path)}, log=log):
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not erp.audit_trail():
+        # The worker writes the audit line, then marks the step done in its own commit: it is
+        # stopped only once both are there (stopped between the two, the step stays pending).
+        while time.monotonic() < deadline and not (
+            erp.audit_trail()
+            and PendingStep.objects.filter(status=PendingStep.Status.DONE).exists()
+        ):
             time.sleep(0.3)
     assert [line["idempotency_key"] for line in erp.audit_trail()] == [effect["idempotency_key"]]
     assert PendingStep.objects.get().status == PendingStep.Status.DONE

@@ -90,7 +90,8 @@ def test_a_write_the_model_proposes_is_put_to_the_person(shop_folder, provider):
         fake.answers.append(answer(provider, calls=calls))
         held = unread_twice(agent, "sort out my money please")
         assert held.waiting == "confirm" and [r["tool"] for r in held.ran] == ["get_order"]
-        assert "refund_card" in held.text
+        # Put to the person in words: the catalogue's description of the tool, its arguments.
+        assert "Refunds an amount of an order to the card it was paid with" in held.text
         reasons = held.checks[-1]["decision"]["reasons"]
         assert "argument_origin: amount" in reasons and "argument_origin: order_id" in reasons
         done = agent.chat("yes", user="ana")
