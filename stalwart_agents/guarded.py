@@ -292,6 +292,18 @@ class Guard:
             **self._named(run_id, thread_id),
         )
 
+    def question(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        """The confirm question in words, from the tool's description and its parameters' titles
+        (in the session's language, a secret argument masked), as every door asks it."""
+        from router.engine.phrases import confirm_question
+
+        wired = getattr(getattr(self.session, "runtime", None), "wired", None)
+        entry = wired.catalogue.tools.get(tool) if wired is not None else None
+        hidden = set(getattr(entry, "secret", ()) or ())
+        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
+        language = getattr(wired, "language", None) or "en"
+        return confirm_question(language, tool, shown, entry=entry)
+
     def prompt(
         self,
         tool: str,
@@ -313,6 +325,7 @@ class Guard:
             entry.setdefault("origin", (origins or {}).get(name, "model"))
             each[name] = entry
         prompt: dict[str, Any] = {
+            "question": self.question(tool, arguments),
             "call": {"tool": tool, "agent": self.agent, "arguments": dict(arguments)},
             "arguments": each,
             "reasons": list(reasons),

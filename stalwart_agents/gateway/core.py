@@ -116,13 +116,17 @@ def _shown(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
-def question(tool: str, arguments: Mapping[str, Any], reasons: list[str], check: Check) -> str:
-    """What the person is shown: the call, why it is held, each argument and where it came from."""
+def question(
+    tool: str, arguments: Mapping[str, Any], reasons: list[str], check: Check, *, asked: str = ""
+) -> str:
+    """What the person is shown: the question in words (`asked`, from the tool's description and
+    its parameters' titles), then the call, why it is held, each argument and its origin."""
     shown = (
         check.detail.get("arguments") if isinstance(check.detail.get("arguments"), dict) else None
     )
     origins = check.detail.get("origins") if isinstance(check.detail.get("origins"), dict) else {}
-    lines = [f"Stalwart holds a call for your yes: {tool}", f"Why: {', '.join(reasons)}"]
+    lines = [asked] if asked else []
+    lines += [f"Stalwart holds a call for your yes: {tool}", f"Why: {', '.join(reasons)}"]
     if arguments:
         lines.append("Arguments:")
         for name, value in arguments.items():
@@ -662,7 +666,7 @@ class Gateway:
                 raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
             except SelectorUnavailableError as exc:
                 raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
-        text = question(name, forwarded, reasons, check)
+        text = question(name, forwarded, reasons, check, asked=self.asked(name, forwarded))
         if elicit is not None:
             try:
                 answer = await elicit(text, CONFIRM_SCHEMA)
@@ -690,6 +694,17 @@ class Gateway:
             f"`{name}` needs a person's yes and nobody can be asked: the client does not support "
             "elicitation, and no console is set (STALWART_URL)",
         )
+
+    def asked(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """The confirm question in words, from the server's own description of the tool and its
+        input schema's titles (as every door asks it), a secret argument masked."""
+        from router.engine.phrases import confirm_question
+
+        entry = next((t for t in self.catalogue["tools"] if t.get("name") == name), None)
+        hidden = set((entry or {}).get("secret") or ())
+        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
+        wired = getattr(getattr(self.session, "runtime", None), "wired", None)
+        return confirm_question(getattr(wired, "language", None) or "en", name, shown, entry=entry)
 
     def _token(self, check: Check, name: str, forwarded: Mapping[str, Any]) -> str:
         assert self.session is not None

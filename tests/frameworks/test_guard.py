@@ -48,6 +48,10 @@ def test_without_an_approver_the_confirm_comes_back_with_what_the_person_must_se
     assert outcome.status == "confirm"
     assert set(outcome.prompt) >= {"call", "arguments", "reasons"}
     assert outcome.prompt["arguments"]["amount"]["value"] == 35
+    # Asked in words, from the catalogue's description, never with raw identifiers.
+    question = outcome.prompt["question"]
+    assert question.startswith("Charges the card on file for an order (")
+    assert "charge_card" not in question and "order_id" not in question
     assert [name for name, _ in ran] == ["get_order"]
 
 

@@ -68,6 +68,10 @@ async def story(client: mcp.Client, person: Person, calls: Path) -> None:
     assert not refund.is_error, text(refund)
     assert len(person.asked) == 1
     assert "shop.refund_card" in person.asked[0] and "amount = 20" in person.asked[0]
+    # The question itself is in words: the server's description of the tool, then its arguments.
+    first = person.asked[0].splitlines()[0]
+    assert first.startswith("Refund an amount to the card an order was paid with (")
+    assert "refund_card" not in first and first.endswith("Shall I go ahead?")
     refunds = [c for c in calls_of(calls) if c[1] == "refund_card"]
     assert refunds == [("shop", "refund_card", {"amount": 20, "order_id": "A1"})]
     assert ("shop", "refund_card") not in [
