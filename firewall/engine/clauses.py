@@ -382,12 +382,17 @@ def _on_key(op: str, value: Any, key: str) -> Callable[[dict[str, Any]], bool] |
     return None
 
 
-def compile_clause(clause: object) -> Callable[[dict[str, Any]], bool]:
-    """A test over the (object) arguments, or raise `OperandInvalid` with the first problem."""
-    problems = clause_problems(clause)
-    if problems:
-        field, message = problems[0]
-        raise OperandInvalid(field, message)
+def compile_clause(clause: object, *, checked: bool = False) -> Callable[[dict[str, Any]], bool]:
+    """A test over the (object) arguments, or raise `OperandInvalid` with the first problem.
+
+    `checked` says the caller has just found no problem in `clause` (`clause_problems`), so it
+    is not looked for again.
+    """
+    if not checked:
+        problems = clause_problems(clause)
+        if problems:
+            field, message = problems[0]
+            raise OperandInvalid(field, message)
     assert isinstance(clause, dict)
     steps = parse_path(clause["path"])
     op = clause["op"]

@@ -109,15 +109,18 @@ class _Rule:
     reason: str = ""
 
 
-def _compile_rule(rule: LoadedRule) -> _Rule:
+def _compile_rule(rule: LoadedRule, validated: bool) -> _Rule:
+    """`validated`: the policy passed `validate_policy` without an issue, so no clause has a
+    problem (the validator runs `clause_problems` on every clause of every rule)."""
     tests: list[Callable[[dict[str, Any]], bool]] = []
     broken = None
     for index, clause in enumerate(rule.clauses):
-        problem = clause_content_problem(clause, index)
-        if problem:
-            broken = rule_error(rule, problem)
-            break
-        tests.append(compile_clause(clause))
+        if not validated:
+            problem = clause_content_problem(clause, index)
+            if problem:
+                broken = rule_error(rule, problem)
+                break
+        tests.append(compile_clause(clause, checked=True))
     egress = None
     if broken is None and rule.egress is not None:
         problem = egress_content_problem(rule)
@@ -170,6 +173,7 @@ class _Index:
         "infix_keys",
         "split",
         "_seen",
+        "_plans",
         "_capacity",
     )
 
@@ -219,6 +223,8 @@ class _Index:
                 if index is not None:
                     self.split[id(bucket)] = (plain, index)
         self._seen: dict[str, _Plan] = {}
+        #: The plans by the identities of the buckets they were made of.
+        self._plans: dict[tuple[int, ...], _Plan] = {}
         keys = len(self.exact) + len(self.prefix) + len(self.suffix) + len(self.infix)
         self._capacity = max(_MIN_CACHED_NAMES, 2 * keys)
 
@@ -237,21 +243,34 @@ class _Index:
         return self._lookup(tool)
 
     def plan(self, tool: str) -> _Plan:
-        """The plain lists to walk for `tool` and the clause indexes to ask (cached per name)."""
+        """The plain lists to walk for `tool` and the clause indexes to ask (cached per name).
+
+        Names that find the same buckets (every tool no rule names finds only the `*` bucket)
+        share one plan, so remembering a new name keeps no new list alive: the garbage
+        collector, which runs when live containers pile up, is not woken by a stream of
+        unknown tool names, and forgetting them all at once frees only the names.
+        """
         found = self._seen.get(tool)
         if found is None:
-            lists: list[list[_Rule]] = []
-            indexes: list[ClauseIndex] = []
-            split = self.split
-            for bucket in self._lookup(tool):
-                parts = split.get(id(bucket)) if split else None
-                if parts is None:
-                    lists.append(bucket)
-                else:
-                    if parts[0]:
-                        lists.append(parts[0])
-                    indexes.append(parts[1])
-            found = (lists, indexes)
+            buckets = self._lookup(tool)
+            key = tuple([id(bucket) for bucket in buckets])
+            found = self._plans.get(key)
+            if found is None:
+                lists: list[list[_Rule]] = []
+                indexes: list[ClauseIndex] = []
+                split = self.split
+                for bucket in buckets:
+                    parts = split.get(id(bucket)) if split else None
+                    if parts is None:
+                        lists.append(bucket)
+                    else:
+                        if parts[0]:
+                            lists.append(parts[0])
+                        indexes.append(parts[1])
+                found = (lists, indexes)
+                if len(self._plans) >= self._capacity:
+                    self._plans.clear()
+                self._plans[key] = found
             if len(tool) <= _MAX_CACHED_NAME:
                 if len(self._seen) >= self._capacity:
                     self._seen.clear()
@@ -354,7 +373,10 @@ class CompiledPolicy:
         resolver: Callable[[str], Iterable[str]] | None = None,
         issues: list[ValidationIssue] | None = None,
         min_indexed: int = MIN_INDEXED_RULES,
+        validated: bool = False,
     ) -> None:
+        """`validated`: `validate_policy(data)` found no issue (`compile_policy` knows), so the
+        rules' clauses are not checked again."""
         loaded = load_policy(data)
         self.name = loaded.name
         #: Validation issues (strict compile: none) and rules left out while loading.
@@ -363,7 +385,7 @@ class CompiledPolicy:
         self._default_error = loaded.default_error
         self._default_reason = f"default_verdict: {self._default}"
         self._resolver = resolver
-        pairs = [(rule, _compile_rule(rule)) for rule in loaded.rules]
+        pairs = [(rule, _compile_rule(rule, validated)) for rule in loaded.rules]
         self.rule_count = len(pairs)
         shared: dict[tuple[int, ...], tuple[list[_Rule], ClauseIndex | None]] = {}
         self._by_stage = {
@@ -514,6 +536,6 @@ def compile_policy(
     if issues and strict:
         raise PolicyInvalid(issues)
     try:
-        return CompiledPolicy(data, resolver=resolver, issues=issues)
+        return CompiledPolicy(data, resolver=resolver, issues=issues, validated=not issues)
     except OperandInvalid as exc:  # pragma: no cover - every part is checked before it is built
         raise PolicyInvalid([ValidationIssue("", str(exc))]) from None
