@@ -1,0 +1,54 @@
+"""The name normal form (`firewall/engine/names.py`): its ASCII fast path refuses what the full
+check refuses, and says why in the same words."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from firewall.engine.names import MAX_NAME_LENGTH, name_problem, normal_name
+
+
+def _slow_problem(name: str) -> str | None:
+    """The character-by-character rule the module documents, without its fast path."""
+    for char in name:
+        point = ord(char)
+        if unicodedata.category(char) in {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}:
+            return f"holds the invisible or control character U+{point:04X}"
+        if char.isspace():
+            return f"holds the space character U+{point:04X}"
+    return None
+
+
+@pytest.mark.parametrize("point", range(128))
+def test_every_ascii_character_inside_a_name_is_judged_as_the_full_check_judges_it(
+    point: int,
+) -> None:
+    name = f"shell{chr(point)}exec"
+    assert name_problem(name) == _slow_problem(name)
+
+
+def test_a_plain_ascii_name_is_well_formed_and_folded() -> None:
+    assert name_problem("Shell.Exec_2-a") is None
+    assert normal_name("Shell.Exec_2-a") == "shell.exec_2-a"
+
+
+def test_a_space_or_a_tab_in_an_ascii_name_is_named() -> None:
+    assert name_problem("shell exec") == "holds the space character U+0020"
+    assert name_problem("shell\texec") == "holds the invisible or control character U+0009"
+    assert name_problem("shell\x7fexec") == "holds the invisible or control character U+007F"
+
+
+def test_the_length_bound_comes_before_the_fast_path() -> None:
+    assert name_problem("a" * MAX_NAME_LENGTH) is None
+    assert name_problem("a" * (MAX_NAME_LENGTH + 1)) == (
+        f"is longer than {MAX_NAME_LENGTH} characters"
+    )
+
+
+def test_names_outside_ascii_still_go_through_every_check() -> None:
+    assert name_problem("shell\u200b.exec") == "holds the invisible or control character U+200B"
+    assert name_problem("ｓｈｅｌｌ.exec") is not None
+    assert name_problem("café.exec") is None
+    assert name_problem("shell\u3000exec") == "holds the space character U+3000"
