@@ -386,11 +386,47 @@ def test_a_failed_set_scan_makes_every_text_rule_a_candidate() -> None:
     url = the_index(compiled).by_key["url"]
     assert found_names(compiled, {"url": "https://h3.example/"}) == ["url 3"]
     url.text_match = lambda data: []  # what RE2's set answers when its matcher runs out of memory
-    assert len(found_names(compiled, {"url": "https://h3.example/"})) == 20
-    decision = compiled.evaluate({"tool": "t", "arguments": {"url": "https://h3.example/"}})
+    # (a text seen before is answered from memory: a new one goes to the failing matcher)
+    assert len(found_names(compiled, {"url": "https://h3.example/a"})) == 20
+    decision = compiled.evaluate({"tool": "t", "arguments": {"url": "https://h3.example/b"}})
     assert decision.rule == "url 3"
     url.text_match = lambda data: [5]  # an answer without the pattern that matches every text
     assert len(found_names(compiled, {"url": "x"})) == 20
+    assert "x" not in url.text_seen and "https://h3.example/a" not in url.text_seen
+
+
+def test_the_set_answers_a_text_seen_before_from_memory_as_it_did() -> None:
+    rules = broad_rules("url {}", "$.url", "regex", "h{}\\.example")
+    compiled = compile_policy(policy(*rules))
+    url = the_index(compiled).by_key["url"]
+    scans: list[bytes] = []
+    scan = url.text_match
+
+    def counted(data: bytes) -> object:
+        scans.append(data)
+        return scan(data)
+
+    url.text_match = counted
+    for _ in range(3):
+        assert found_names(compiled, {"url": "https://h3.example/h4.example"}) == ["url 3", "url 4"]
+        assert found_names(compiled, {"url": "https://nowhere/"}) == []
+    assert len(scans) == 2
+    long_text = "https://h5.example/" + "x" * 300  # too long to remember: scanned every time
+    for _ in range(2):
+        assert found_names(compiled, {"url": long_text}) == ["url 5"]
+    assert len(scans) == 4
+
+
+def test_the_texts_the_set_remembers_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clause_index_module, "_MAX_REMEMBERED_TEXTS", 3)
+    rules = broad_rules("url {}", "$.url", "regex", "h{}\\.example")
+    compiled = compile_policy(policy(*rules))
+    url = the_index(compiled).by_key["url"]
+    for number in range(3):
+        found_names(compiled, {"url": f"https://h{number}.example/"})
+    assert len(url.text_seen) == 3
+    assert found_names(compiled, {"url": "https://h7.example/"}) == ["url 7"]
+    assert list(url.text_seen) == ["https://h7.example/"]
 
 
 def test_a_set_that_does_not_compile_leaves_its_rules_to_their_own_tests(
