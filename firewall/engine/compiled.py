@@ -20,9 +20,10 @@ regexes and string literals, tables per prefix length for `cidr`), the others st
 list. A call then walks the plain lists and, for each split bucket, the few rules the index
 finds from its argument values, in rank order, each still tested clause by clause.
 
-The lists found for a tool name are remembered (for at least 4,096 names, or twice the names
+The lists found for a tool name are remembered (for at least 8,192 names, or twice the names
 the rules spell out; forgotten all at once when full), since agents call the same tools over
-and over.
+and over. Names that find the same buckets share one plan, so a remembered name costs its
+string and a table slot, not lists of its own.
 
 Every list is kept in rank order, and every rule sits in exactly one list, so the candidates of
 a call are a handful of short sorted lists. They are walked with a bound: once some rule has
@@ -78,7 +79,7 @@ _NO_RANK = 1 << 62
 
 #: The index remembers the candidates of at least this many tool names (twice the names its
 #: rules spell out, if more), each of at most this length.
-_MIN_CACHED_NAMES = 4096
+_MIN_CACHED_NAMES = 8192
 _MAX_CACHED_NAME = 256
 
 #: A bucket is split into a clause index when at least this many of its rules can be filed.

@@ -493,3 +493,36 @@ def test_an_address_of_a_version_no_rule_names_finds_nothing() -> None:
     compiled = compile_policy(policy(*rules))
     assert found_names(compiled, {"ip": "2001:db8::1"}) == []
     assert found_names(compiled, {"ip": "::ffff:10.3.0.1"}) == ["net 3"]
+
+
+def test_a_key_with_only_eq_rules_answers_values_that_are_not_strings_too() -> None:
+    values: list[Any] = [f"env-{n}" for n in range(14)] + [7, 1.5, True, None, ["a", 1], {"k": 2}]
+    rules = [
+        {
+            "name": f"eq {number}",
+            "tool_name_glob": "*",
+            "args_match": [{"path": "$.env", "op": "eq", "value": value}],
+            "verdict": "deny",
+        }
+        for number, value in enumerate(values)
+    ]
+    data = policy(*rules)
+    compiled = compile_policy(data)
+    (_name, _index, equal), *_ = the_index(compiled).keys
+    assert equal is not None  # the inline table, which answers only strings itself
+    for number, value in enumerate(values):
+        assert found_names(compiled, {"env": value}) == [f"eq {number}"]
+    assert found_names(compiled, {"env": 7.0}) == ["eq 14"]
+    assert found_names(compiled, {"env": 1}) == []
+    assert found_names(compiled, {"env": "7"}) == []
+    many = {"env": "env-3", "a": 1, "b": 2}  # more arguments than indexed keys
+    assert found_names(compiled, many) == ["eq 3"]
+    agree(data, *({"tool": "t", "arguments": {"env": value}} for value in [*values, 7.0, 1, "7"]))
+
+
+def test_a_key_with_other_key_clauses_has_no_inline_table() -> None:
+    rules = broad(10) + broad_rules("url {}", "$.env", "regex", "^h{}$", 10)
+    compiled = compile_policy(policy(*rules))
+    assert [equal for _name, _index, equal in the_index(compiled).keys] == [None]
+    assert found_names(compiled, {"env": "h3"}) == ["url 3"]
+    assert found_names(compiled, {"env": "env-3"}) == ["env 3"]
