@@ -389,12 +389,16 @@ class CompiledPolicy:
         pairs = [(rule, _compile_rule(rule, validated)) for rule in loaded.rules]
         self.rule_count = len(pairs)
         shared: dict[tuple[int, ...], tuple[list[_Rule], ClauseIndex | None]] = {}
-        self._by_stage = {
-            stage: _Index(
-                [pair for pair in pairs if pair[0].stage in ("", stage)], min_indexed, shared
-            )
-            for stage in STAGES
-        }
+        if any(rule.stage for rule in loaded.rules):
+            self._by_stage = {
+                stage: _Index(
+                    [pair for pair in pairs if pair[0].stage in ("", stage)], min_indexed, shared
+                )
+                for stage in STAGES
+            }
+        else:  # every rule applies at every stage: one index serves them all
+            index = _Index(pairs, min_indexed, shared)
+            self._by_stage = dict.fromkeys(STAGES, index)
 
     def evaluate(self, call: object) -> Decision:
         """Decide one call. Never raises for anything a caller can send."""

@@ -180,3 +180,31 @@ def test_the_shared_plans_are_bounded_too() -> None:
 def test_at_least_8192_tool_names_are_remembered() -> None:
     index = index_of(compile_policy(policy({"tool_name_glob": "a.*", "verdict": "deny"})))
     assert index._capacity == 8192
+
+
+def test_a_policy_without_staged_rules_builds_one_index_for_every_stage() -> None:
+    compiled = compile_policy(
+        policy(
+            {"tool_name_glob": "a.*", "verdict": "deny"},
+            {"tool_name_glob": "*", "verdict": "audit", "stage": ""},
+        )
+    )
+    indexes = {id(index_of(compiled, stage)) for stage in ("inbound", "tool_call", "egress")}
+    assert len(indexes) == 1
+    for stage in ("inbound", "tool_call", "egress"):
+        assert compiled.evaluate({"tool": "a.x", "stage": stage}).verdict == "deny"
+        assert compiled.evaluate({"tool": "b.x", "stage": stage}).verdict == "audit"
+
+
+def test_a_staged_rule_gives_each_stage_its_own_index() -> None:
+    compiled = compile_policy(
+        policy(
+            {"tool_name_glob": "a.*", "verdict": "deny", "stage": "egress"},
+            {"tool_name_glob": "*", "verdict": "audit"},
+        )
+    )
+    indexes = {id(index_of(compiled, stage)) for stage in ("inbound", "tool_call", "egress")}
+    assert len(indexes) == 3
+    assert compiled.evaluate({"tool": "a.x", "stage": "egress"}).verdict == "deny"
+    assert compiled.evaluate({"tool": "a.x", "stage": "tool_call"}).verdict == "audit"
+    assert compiled.evaluate({"tool": "a.x", "stage": "inbound"}).verdict == "audit"
