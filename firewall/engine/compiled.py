@@ -378,7 +378,7 @@ class CompiledPolicy:
     ) -> None:
         """`validated`: `validate_policy(data)` found no issue (`compile_policy` knows), so the
         rules' clauses are not checked again."""
-        loaded = load_policy(data)
+        loaded = load_policy(data, validated=validated)
         self.name = loaded.name
         #: Validation issues (strict compile: none) and rules left out while loading.
         self.issues: list[str] = [str(issue) for issue in issues or []] + loaded.issues
