@@ -7,7 +7,14 @@ import unicodedata
 
 import pytest
 
-from firewall.engine.names import MAX_NAME_LENGTH, name_problem, normal_name
+from firewall.engine.names import (
+    MAX_NAME_LENGTH,
+    MalformedName,
+    name_key,
+    name_problem,
+    normal_name,
+    same_name,
+)
 
 
 def _slow_problem(name: str) -> str | None:
@@ -52,3 +59,27 @@ def test_names_outside_ascii_still_go_through_every_check() -> None:
     assert name_problem("ｓｈｅｌｌ.exec") is not None
     assert name_problem("café.exec") is None
     assert name_problem("shell\u3000exec") == "holds the space character U+3000"
+
+
+def test_normal_name_refuses_a_malformed_name_naming_the_field() -> None:
+    with pytest.raises(MalformedName) as caught:
+        normal_name("shell exec")
+    assert str(caught.value) == "`name` holds the space character U+0020"
+    with pytest.raises(MalformedName) as caught:
+        normal_name("", "agent")
+    assert str(caught.value) == "`agent` must be a non-empty name"
+
+
+def test_same_name_compares_folded_well_formed_names_only() -> None:
+    assert same_name("Desk", "desk")
+    assert not same_name("desk", "desks")
+    assert not same_name("desk\u200b", "desk")
+    assert not same_name("desk", "desk\u200b")
+    assert not same_name("desk ", "desk ")
+
+
+def test_name_key_is_the_folded_name_and_a_malformed_name_keeps_its_text() -> None:
+    assert name_key("Shell.Exec") == "shell.exec"
+    assert name_key("Shell Exec") == "Shell Exec"
+    assert name_key(None) == ""
+    assert name_key(7) == "7"
