@@ -526,3 +526,53 @@ def test_a_key_with_other_key_clauses_has_no_inline_table() -> None:
     assert [equal for _name, _index, equal in the_index(compiled).keys] == [None]
     assert found_names(compiled, {"env": "h3"}) == ["url 3"]
     assert found_names(compiled, {"env": "env-3"}) == ["env 3"]
+
+
+def test_a_key_with_eq_rules_and_a_literal_re2_cannot_read_asks_the_whole_path() -> None:
+    rules = broad(14) + [
+        {
+            "name": "surrogate",
+            "tool_name_glob": "*",
+            "args_match": [{"path": "$.env", "op": "contains", "value": "\ud800"}],
+            "verdict": "deny",
+        }
+    ]
+    data = policy(*rules)
+    compiled = compile_policy(data, strict=False)
+    assert [equal for _name, _index, equal in the_index(compiled).keys] == [None]
+    assert "surrogate" in found_names(compiled, {"env": "x\ud800"})
+    agree(data, {"tool": "t", "arguments": {"env": "x\ud800"}})
+
+
+def test_a_text_of_the_longest_remembered_length_is_remembered_and_one_longer_is_not() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    longest = "https://h3.example/" + "x" * (clause_index_module._MAX_REMEMBERED_TEXT - 19)
+    assert len(longest) == clause_index_module._MAX_REMEMBERED_TEXT
+    assert found_names(compiled, {"url": longest}) == ["url 3"]
+    assert found_names(compiled, {"url": longest + "x"}) == ["url 3"]
+    assert list(url.text_seen) == [longest]
+
+
+def test_a_path_whose_set_could_not_be_built_makes_every_text_rule_a_candidate() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    url.text_match = None  # what build_set leaves when RE2 refused the set
+    assert len(found_names(compiled, {"url": "https://h3.example/"})) == 20
+    assert url.text_seen == {}
+
+
+def test_a_text_with_a_lone_surrogate_is_scanned_as_the_regex_clauses_read_it() -> None:
+    data = policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example/\\?"))
+    compiled = compile_policy(data)
+    assert found_names(compiled, {"url": "https://h3.example/\ud800"}) == ["url 3"]
+    agree(data, {"tool": "t", "arguments": {"url": "https://h3.example/\ud800"}})
+
+
+def test_an_answer_without_the_pattern_that_matches_every_text_is_a_failed_scan() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    url.text_match = lambda data: [5]
+    assert len(found_names(compiled, {"url": "https://h4.example/"})) == 20
+    url.text_match = lambda data: [0, 5]
+    assert found_names(compiled, {"url": "https://h9.example/"}) == ["url 4"]
