@@ -76,6 +76,9 @@ def test_same_name_compares_folded_well_formed_names_only() -> None:
     assert not same_name("desk\u200b", "desk")
     assert not same_name("desk", "desk\u200b")
     assert not same_name("desk ", "desk ")
+    # a ligature is not in NFKC form, though it folds to the letters it joins
+    assert not same_name("\ufb00", "ff") and not same_name("ff", "\ufb00")
+    assert same_name("straße", "STRASSE")
 
 
 def test_name_key_is_the_folded_name_and_a_malformed_name_keeps_its_text() -> None:
