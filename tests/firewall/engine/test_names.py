@@ -56,7 +56,10 @@ def test_the_length_bound_comes_before_the_fast_path() -> None:
 
 def test_names_outside_ascii_still_go_through_every_check() -> None:
     assert name_problem("shell\u200b.exec") == "holds the invisible or control character U+200B"
-    assert name_problem("ｓｈｅｌｌ.exec") is not None
+    assert name_problem("ｓｈｅｌｌ.exec") == (
+        "is not in NFKC form (a full-width or compatibility spelling of another name)"
+    )
+    assert name_problem("") == name_problem(None) == "must be a non-empty name"
     assert name_problem("café.exec") is None
     assert name_problem("shell\u3000exec") == "holds the space character U+3000"
 
