@@ -7,7 +7,11 @@ the original (equivalent mutants) are listed with a reason each in
 scripts/mutation_equivalent.toml, keyed by name and by the mutated line, so that an entry whose
 mutant was renumbered by an edit is reported as stale instead of silently excusing another mutant.
 
-    python scripts/mutation_report.py guard [--min 90] [--survivors]
+    python scripts/mutation_report.py guard [--min 90] [--survivors] [--module NAME ...]
+
+`--module clause_index` (repeatable) scores only those modules of the engine, for runs made module
+by module (`scripts/mutation.sh firewall 'firewall.engine.clause_index.*'`); mutants of a module not
+run yet are "not checked", so a module's score means something only once its run has finished.
 
 Exit status: 0 when the score of non-equivalent mutants reaches `--min`, 1 when it does not,
 2 when there are no results for the engine.
@@ -130,9 +134,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print only the names of the mutants no test killed, equivalent ones left out",
     )
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="score only this module of the engine (its file name without .py); repeatable",
+    )
     args = parser.parse_args(argv)
 
     mutants = load_mutants(args.engine)
+    if args.module:
+        mutants = [m for m in mutants if m.path.stem in args.module]
     if not mutants:
         print(f"no mutation results for `{args.engine}`: run scripts/mutation.sh first")
         return 2
@@ -160,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
 
     total, killed = len(mutants), len(detected)
     timeouts = sum(1 for m in detected if m.status == "timeout")
-    print(f"engine: {args.engine}")
+    print(
+        f"engine: {args.engine}" + (f" (modules: {', '.join(args.module)})" if args.module else "")
+    )
     print(f"killed {killed} of {total} mutants ({percent(killed, total)})")
     non_equivalent = total - len(equivalent)
     print(

@@ -142,8 +142,12 @@ def _workload(name: str, size: int, calls: int) -> Workload:
 def run_size(size: int, *, quick: bool, workload_name: str = "mixed") -> dict[str, Any]:
     workload = _workload(workload_name, size, 1500 if quick else 6000)
     started = time.perf_counter()
+    cpu_started = time.process_time()
     compiled = compile_policy(workload.policy)
     compile_ms = (time.perf_counter() - started) * 1000
+    # the CPU this process spent: on a shared machine the wall-clock time also holds the time
+    # other processes had the core
+    compile_cpu_ms = (time.process_time() - cpu_started) * 1000
     cedar = CedarEngine(workload.policy)
     cedar_requests = [cedar.request(call) for call in workload.calls]
     gc.collect()
@@ -175,6 +179,7 @@ def run_size(size: int, *, quick: bool, workload_name: str = "mixed") -> dict[st
         "shapes": workload.shapes,
         "clauses": workload.clauses,
         "compile_ms": compile_ms,
+        "compile_cpu_ms": compile_cpu_ms,
         "indexed": _summary_rounds(rounds),
         "indexed_p50_by_kind_us": {
             kind: statistics.median(times) / 1000 for kind, times in sorted(by_kind.items())
@@ -217,7 +222,8 @@ def _print_table(results: list[dict[str, Any]]) -> None:
             for verdict, v in row["indexed_by_verdict"].items()
         )
         print(
-            f"{row['workload']:>8} {row['rules']:>6} rules: compile {row['compile_ms']:.0f} ms, "
+            f"{row['workload']:>8} {row['rules']:>6} rules: compile {row['compile_ms']:.0f} ms "
+            f"({row['compile_cpu_ms']:.0f} ms of CPU), "
             f"cedar errors "
             f"{row['cedar_errors']}\n         indexed p50 by call kind: {kinds}\n"
             f"         indexed by verdict (best of 3 per call, us): {verdicts}"
@@ -235,7 +241,7 @@ def _targets(results: list[dict[str, Any]]) -> list[tuple[str, bool, str]]:
                 (
                     f"{row['workload']}: compile 10,000 rules < 2 s",
                     compile_s < 2,
-                    f"{compile_s:.2f} s",
+                    f"{compile_s:.2f} s ({row['compile_cpu_ms'] / 1000:.2f} s of CPU)",
                 )
             )
     if 1000 in broad:

@@ -169,6 +169,13 @@ def parse_network(text: object, field: str = "") -> IPNetwork:
     """A CIDR (`10.0.0.0/8`, `fd00::/8`) or an IP literal (as a /32 or /128), normalised."""
     if not isinstance(text, str):
         raise OperandInvalid(field, "must be a string")
+    return _parse_network(text, field)
+
+
+# compiling a policy reads each CIDR literal several times (validated, compiled, indexed), and
+# `ipaddress` is slow at it; the networks are immutable, so one parse serves all of them
+@lru_cache(maxsize=16384)
+def _parse_network(text: str, field: str) -> IPNetwork:
     address_text, slash, prefix_text = text.partition("/")
     address = parse_ip(address_text)
     if address is None:

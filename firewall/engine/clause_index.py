@@ -55,6 +55,11 @@ _NULL = ("null",)
 _TRUE = ("bool", True)
 _FALSE = ("bool", False)
 
+#: The set's answers are remembered for this many texts per path (forgotten all at once when
+#: full), each of at most this length.
+_MAX_REMEMBERED_TEXTS = 4096
+_MAX_REMEMBERED_TEXT = 256
+
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
 # the set's program and its matcher's cache grow with the patterns; the budget is an upper
@@ -145,6 +150,7 @@ class _PathIndex:
         "text_always",
         "text_match",
         "networks",
+        "text_seen",
     )
 
     def __init__(self) -> None:
@@ -159,6 +165,8 @@ class _PathIndex:
         #: The compiled set's matcher, or None when it could not be built.
         self.text_match: Callable[[bytes], Any] | None = None
         self.networks: dict[int, list[tuple[int, dict[int, list[Any]]]]] = {}
+        #: The set's answers for texts seen lately: text -> bit mask over `text_rules`.
+        self.text_seen: dict[str, int] = {}
 
     def add(self, rule: Any, op: str, value: Any, patterns: list[str]) -> None:
         if op == "eq" or op == "in":
@@ -199,6 +207,12 @@ class _PathIndex:
                 return
         self.text_rules.append(rule)
         patterns.append(pattern)
+
+    def equal_only(self) -> dict[Any, list[Any]] | None:
+        """The `eq`/`in` table when the path has no other key clause, else None."""
+        if self.element or self.text_rules or self.text_always or self.networks:
+            return None
+        return self.equal
 
     def build_set(self, patterns: list[str]) -> None:
         if not patterns:
@@ -249,18 +263,41 @@ class _PathIndex:
                     found.extend(rules)
 
     def _scan(self, text: str, found: list[Any]) -> None:
+        # one call into RE2's set costs about half a microsecond before it reads a byte, and
+        # calls repeat their values: the rules a text selects are remembered, as a bit mask
+        # over `text_rules` (an int, so that remembering keeps no container alive for the
+        # garbage collector); longer texts than `_MAX_REMEMBERED_TEXT` are scanned every time
+        seen = self.text_seen
+        mask = seen.get(text)
+        if mask is None:
+            mask = self._scan_mask(text)
+            if mask is None:  # the scan failed: every rule of the set, and nothing remembered
+                found.extend(self.text_rules)
+                return
+            if len(text) <= _MAX_REMEMBERED_TEXT:
+                if len(seen) >= _MAX_REMEMBERED_TEXTS:
+                    seen.clear()
+                seen[text] = mask
+        rules = self.text_rules
+        while mask:
+            low = mask & -mask
+            found.append(rules[low.bit_length() - 1])
+            mask ^= low
+
+    def _scan_mask(self, text: str) -> int | None:
+        """The text rules the set selects for `text`, as a bit mask; None if the scan failed."""
         # a lone surrogate reads as `?`, as the regex clauses read it; the literals checked
         # afterwards with `in` hold no surrogate (or they would not be in the set), so the
         # scan can add a candidate that does not hold, never miss one that does
         match = self.text_match
         matches = match(text.encode(errors="replace")) if match is not None else None
         if not matches or 0 not in matches:
-            found.extend(self.text_rules)
-            return
-        rules = self.text_rules
+            return None
+        mask = 0
         for number in matches:
             if number:
-                found.append(rules[number - 1])
+                mask |= 1 << (number - 1)
+        return mask
 
 
 _Lookup = tuple[str | None, tuple[str | int, ...], _PathIndex]
@@ -273,7 +310,7 @@ def _rank(rule: Ranked) -> int:
 class ClauseIndex:
     """The rules of one bucket filed under their key clauses; `lookup` gives a call's candidates."""
 
-    __slots__ = ("by_key", "deep", "size")
+    __slots__ = ("by_key", "deep", "keys", "size")
 
     def __init__(self, filed: list[tuple[Any, dict[str, Any]]]) -> None:
         paths: dict[tuple[str | int, ...], _PathIndex] = {}
@@ -296,6 +333,9 @@ class ClauseIndex:
                 self.by_key[str(steps[0])] = index
             else:
                 self.deep.append((steps, index))
+        #: `by_key` as (key, index, its `eq`/`in` table when that is all it holds): a string
+        #: value of such a key is looked up here at once, the common broad rule
+        self.keys = [(name, index, index.equal_only()) for name, index in self.by_key.items()]
         self.size = len(filed)
 
     def lookup(self, arguments: dict[str, Any]) -> list[Any]:
@@ -303,15 +343,21 @@ class ClauseIndex:
         found: list[Any] = []
         by_key = self.by_key
         if by_key:
-            if len(arguments) <= len(by_key):
+            if len(arguments) < len(by_key):
                 for name, actual in arguments.items():
                     index = by_key.get(name)
                     if index is not None:
                         index.collect(actual, found)
             else:
-                for name, index in by_key.items():
+                for name, index, equal in self.keys:
                     actual = arguments.get(name, MISSING)
-                    if actual is not MISSING:
+                    if actual is MISSING:
+                        continue
+                    if equal is not None and actual.__class__ is str:
+                        rules = equal.get(actual)
+                        if rules is not None:
+                            found.extend(rules)
+                    else:
                         index.collect(actual, found)
         for steps, index in self.deep:
             actual = resolve(steps, arguments)

@@ -292,7 +292,10 @@ def _compile_operator(op: str, value: Any) -> Test:
 def _regex_test(pattern: str) -> Test:
     """Search with RE2, after checking (with `in`) the literals every match must contain."""
     search = fast_search(compile_regex(pattern))
-    literals = sorted(required_literals(pattern), key=len, reverse=True)[:2]
+    # RE2 reads a lone surrogate of the text as `?`: a literal holding `?` may be in what it reads
+    # and not in the text, so only the others filter (the rest of the text reads the same)
+    literals = [literal for literal in required_literals(pattern) if "?" not in literal]
+    literals = sorted(literals, key=len, reverse=True)[:2]
     if not literals:
         return lambda actual: isinstance(actual, str) and search(actual)
     first, rest = literals[0], literals[1:]
@@ -382,12 +385,17 @@ def _on_key(op: str, value: Any, key: str) -> Callable[[dict[str, Any]], bool] |
     return None
 
 
-def compile_clause(clause: object) -> Callable[[dict[str, Any]], bool]:
-    """A test over the (object) arguments, or raise `OperandInvalid` with the first problem."""
-    problems = clause_problems(clause)
-    if problems:
-        field, message = problems[0]
-        raise OperandInvalid(field, message)
+def compile_clause(clause: object, *, checked: bool = False) -> Callable[[dict[str, Any]], bool]:
+    """A test over the (object) arguments, or raise `OperandInvalid` with the first problem.
+
+    `checked` says the caller has just found no problem in `clause` (`clause_problems`), so it
+    is not looked for again.
+    """
+    if not checked:
+        problems = clause_problems(clause)
+        if problems:
+            field, message = problems[0]
+            raise OperandInvalid(field, message)
     assert isinstance(clause, dict)
     steps = parse_path(clause["path"])
     op = clause["op"]

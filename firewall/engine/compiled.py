@@ -20,9 +20,10 @@ regexes and string literals, tables per prefix length for `cidr`), the others st
 list. A call then walks the plain lists and, for each split bucket, the few rules the index
 finds from its argument values, in rank order, each still tested clause by clause.
 
-The lists found for a tool name are remembered (for at least 4,096 names, or twice the names
+The lists found for a tool name are remembered (for at least 8,192 names, or twice the names
 the rules spell out; forgotten all at once when full), since agents call the same tools over
-and over.
+and over. Names that find the same buckets share one plan, so a remembered name costs its
+string and a table slot, not lists of its own.
 
 Every list is kept in rank order, and every rule sits in exactly one list, so the candidates of
 a call are a handful of short sorted lists. They are walked with a bound: once some rule has
@@ -78,7 +79,7 @@ _NO_RANK = 1 << 62
 
 #: The index remembers the candidates of at least this many tool names (twice the names its
 #: rules spell out, if more), each of at most this length.
-_MIN_CACHED_NAMES = 4096
+_MIN_CACHED_NAMES = 8192
 _MAX_CACHED_NAME = 256
 
 #: A bucket is split into a clause index when at least this many of its rules can be filed.
@@ -109,15 +110,18 @@ class _Rule:
     reason: str = ""
 
 
-def _compile_rule(rule: LoadedRule) -> _Rule:
+def _compile_rule(rule: LoadedRule, validated: bool) -> _Rule:
+    """`validated`: the policy passed `validate_policy` without an issue, so no clause has a
+    problem (the validator runs `clause_problems` on every clause of every rule)."""
     tests: list[Callable[[dict[str, Any]], bool]] = []
     broken = None
     for index, clause in enumerate(rule.clauses):
-        problem = clause_content_problem(clause, index)
-        if problem:
-            broken = rule_error(rule, problem)
-            break
-        tests.append(compile_clause(clause))
+        if not validated:
+            problem = clause_content_problem(clause, index)
+            if problem:
+                broken = rule_error(rule, problem)
+                break
+        tests.append(compile_clause(clause, checked=True))
     egress = None
     if broken is None and rule.egress is not None:
         problem = egress_content_problem(rule)
@@ -170,6 +174,7 @@ class _Index:
         "infix_keys",
         "split",
         "_seen",
+        "_plans",
         "_capacity",
     )
 
@@ -219,6 +224,8 @@ class _Index:
                 if index is not None:
                     self.split[id(bucket)] = (plain, index)
         self._seen: dict[str, _Plan] = {}
+        #: The plans by the identities of the buckets they were made of.
+        self._plans: dict[tuple[int, ...], _Plan] = {}
         keys = len(self.exact) + len(self.prefix) + len(self.suffix) + len(self.infix)
         self._capacity = max(_MIN_CACHED_NAMES, 2 * keys)
 
@@ -237,21 +244,34 @@ class _Index:
         return self._lookup(tool)
 
     def plan(self, tool: str) -> _Plan:
-        """The plain lists to walk for `tool` and the clause indexes to ask (cached per name)."""
+        """The plain lists to walk for `tool` and the clause indexes to ask (cached per name).
+
+        Names that find the same buckets (every tool no rule names finds only the `*` bucket)
+        share one plan, so remembering a new name keeps no new list alive: the garbage
+        collector, which runs when live containers pile up, is not woken by a stream of
+        unknown tool names, and forgetting them all at once frees only the names.
+        """
         found = self._seen.get(tool)
         if found is None:
-            lists: list[list[_Rule]] = []
-            indexes: list[ClauseIndex] = []
-            split = self.split
-            for bucket in self._lookup(tool):
-                parts = split.get(id(bucket)) if split else None
-                if parts is None:
-                    lists.append(bucket)
-                else:
-                    if parts[0]:
-                        lists.append(parts[0])
-                    indexes.append(parts[1])
-            found = (lists, indexes)
+            buckets = self._lookup(tool)
+            key = tuple([id(bucket) for bucket in buckets])
+            found = self._plans.get(key)
+            if found is None:
+                lists: list[list[_Rule]] = []
+                indexes: list[ClauseIndex] = []
+                split = self.split
+                for bucket in buckets:
+                    parts = split.get(id(bucket)) if split else None
+                    if parts is None:
+                        lists.append(bucket)
+                    else:
+                        if parts[0]:
+                            lists.append(parts[0])
+                        indexes.append(parts[1])
+                found = (lists, indexes)
+                if len(self._plans) >= self._capacity:
+                    self._plans.clear()
+                self._plans[key] = found
             if len(tool) <= _MAX_CACHED_NAME:
                 if len(self._seen) >= self._capacity:
                     self._seen.clear()
@@ -354,8 +374,11 @@ class CompiledPolicy:
         resolver: Callable[[str], Iterable[str]] | None = None,
         issues: list[ValidationIssue] | None = None,
         min_indexed: int = MIN_INDEXED_RULES,
+        validated: bool = False,
     ) -> None:
-        loaded = load_policy(data)
+        """`validated`: `validate_policy(data)` found no issue (`compile_policy` knows), so the
+        rules' clauses are not checked again."""
+        loaded = load_policy(data, validated=validated)
         self.name = loaded.name
         #: Validation issues (strict compile: none) and rules left out while loading.
         self.issues: list[str] = [str(issue) for issue in issues or []] + loaded.issues
@@ -363,15 +386,19 @@ class CompiledPolicy:
         self._default_error = loaded.default_error
         self._default_reason = f"default_verdict: {self._default}"
         self._resolver = resolver
-        pairs = [(rule, _compile_rule(rule)) for rule in loaded.rules]
+        pairs = [(rule, _compile_rule(rule, validated)) for rule in loaded.rules]
         self.rule_count = len(pairs)
         shared: dict[tuple[int, ...], tuple[list[_Rule], ClauseIndex | None]] = {}
-        self._by_stage = {
-            stage: _Index(
-                [pair for pair in pairs if pair[0].stage in ("", stage)], min_indexed, shared
-            )
-            for stage in STAGES
-        }
+        if any(rule.stage for rule in loaded.rules):
+            self._by_stage = {
+                stage: _Index(
+                    [pair for pair in pairs if pair[0].stage in ("", stage)], min_indexed, shared
+                )
+                for stage in STAGES
+            }
+        else:  # every rule applies at every stage: one index serves them all
+            index = _Index(pairs, min_indexed, shared)
+            self._by_stage = dict.fromkeys(STAGES, index)
 
     def evaluate(self, call: object) -> Decision:
         """Decide one call. Never raises for anything a caller can send."""
@@ -514,6 +541,6 @@ def compile_policy(
     if issues and strict:
         raise PolicyInvalid(issues)
     try:
-        return CompiledPolicy(data, resolver=resolver, issues=issues)
+        return CompiledPolicy(data, resolver=resolver, issues=issues, validated=not issues)
     except OperandInvalid as exc:  # pragma: no cover - every part is checked before it is built
         raise PolicyInvalid([ValidationIssue("", str(exc))]) from None

@@ -79,6 +79,7 @@ def glob_problem(glob: object, *, allow_empty: bool = True) -> str | None:
         return "must not be empty (use `*` to match every tool)"
     if len(glob) > MAX_GLOB_LENGTH:
         return f"is longer than {MAX_GLOB_LENGTH} characters"
-    if any(ch.isspace() or not ch.isprintable() for ch in glob):
+    # the only printable whitespace is U+0020: every other space is not printable
+    if not glob.isprintable() or " " in glob:
         return f"`{glob}` contains whitespace or control characters"
     return None

@@ -47,6 +47,10 @@ def name_problem(name: object) -> str | None:
         return "must be a non-empty name"
     if len(name) > MAX_NAME_LENGTH:
         return f"is longer than {MAX_NAME_LENGTH} characters"
+    if name.isascii() and name.isprintable() and " " not in name:
+        # the common case, on every decision: printable ASCII holds no control character,
+        # and its only space is U+0020; ASCII text is its own NFKC form
+        return None
     for char in name:
         point = ord(char)
         if unicodedata.category(char) in _REFUSED_CATEGORIES or point in _IGNORABLE:

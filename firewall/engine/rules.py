@@ -160,8 +160,12 @@ def _order_key(rule: LoadedRule) -> tuple[int, int, int, str, int]:
     return (rule.priority, 0, rule_id, "", rule.position)
 
 
-def load_policy(data: object) -> LoadedPolicy:
-    """The policy's enabled inline rules in first-match order, leniently (see the module)."""
+def load_policy(data: object, *, validated: bool = False) -> LoadedPolicy:
+    """The policy's enabled inline rules in first-match order, leniently (see the module).
+
+    `validated`: `validate_policy(data)` found no issue, so no rule has a shape problem (the
+    validator's checks of each field are stricter than `shape_problem`'s) and none is looked for.
+    """
     if not isinstance(data, dict):
         return LoadedPolicy("", None, "the policy is not a JSON object", [], [])
     name = data.get("name") if isinstance(data.get("name"), str) else ""
@@ -180,7 +184,7 @@ def load_policy(data: object) -> LoadedPolicy:
         raw_rules = []
     rules: list[LoadedRule] = []
     for position, raw in enumerate(raw_rules):
-        problem = shape_problem(raw)
+        problem = None if validated else shape_problem(raw)
         if problem:
             issues.append(f"rules[{position}]: left out: {problem}")
             continue

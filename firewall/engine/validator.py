@@ -116,7 +116,7 @@ def _name_problem(value: object, what: str) -> str | None:
         return f"{what} must not be blank"
     if len(value) > MAX_NAME_LENGTH:
         return f"{what} must be at most {MAX_NAME_LENGTH} characters"
-    if any(not ch.isprintable() for ch in value):
+    if not value.isprintable():
         return f"{what} must not contain control characters"
     return None
 

@@ -386,11 +386,47 @@ def test_a_failed_set_scan_makes_every_text_rule_a_candidate() -> None:
     url = the_index(compiled).by_key["url"]
     assert found_names(compiled, {"url": "https://h3.example/"}) == ["url 3"]
     url.text_match = lambda data: []  # what RE2's set answers when its matcher runs out of memory
-    assert len(found_names(compiled, {"url": "https://h3.example/"})) == 20
-    decision = compiled.evaluate({"tool": "t", "arguments": {"url": "https://h3.example/"}})
+    # (a text seen before is answered from memory: a new one goes to the failing matcher)
+    assert len(found_names(compiled, {"url": "https://h3.example/a"})) == 20
+    decision = compiled.evaluate({"tool": "t", "arguments": {"url": "https://h3.example/b"}})
     assert decision.rule == "url 3"
     url.text_match = lambda data: [5]  # an answer without the pattern that matches every text
     assert len(found_names(compiled, {"url": "x"})) == 20
+    assert "x" not in url.text_seen and "https://h3.example/a" not in url.text_seen
+
+
+def test_the_set_answers_a_text_seen_before_from_memory_as_it_did() -> None:
+    rules = broad_rules("url {}", "$.url", "regex", "h{}\\.example")
+    compiled = compile_policy(policy(*rules))
+    url = the_index(compiled).by_key["url"]
+    scans: list[bytes] = []
+    scan = url.text_match
+
+    def counted(data: bytes) -> object:
+        scans.append(data)
+        return scan(data)
+
+    url.text_match = counted
+    for _ in range(3):
+        assert found_names(compiled, {"url": "https://h3.example/h4.example"}) == ["url 3", "url 4"]
+        assert found_names(compiled, {"url": "https://nowhere/"}) == []
+    assert len(scans) == 2
+    long_text = "https://h5.example/" + "x" * 300  # too long to remember: scanned every time
+    for _ in range(2):
+        assert found_names(compiled, {"url": long_text}) == ["url 5"]
+    assert len(scans) == 4
+
+
+def test_the_texts_the_set_remembers_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clause_index_module, "_MAX_REMEMBERED_TEXTS", 3)
+    rules = broad_rules("url {}", "$.url", "regex", "h{}\\.example")
+    compiled = compile_policy(policy(*rules))
+    url = the_index(compiled).by_key["url"]
+    for number in range(3):
+        found_names(compiled, {"url": f"https://h{number}.example/"})
+    assert len(url.text_seen) == 3
+    assert found_names(compiled, {"url": "https://h7.example/"}) == ["url 7"]
+    assert list(url.text_seen) == ["https://h7.example/"]
 
 
 def test_a_set_that_does_not_compile_leaves_its_rules_to_their_own_tests(
@@ -457,3 +493,86 @@ def test_an_address_of_a_version_no_rule_names_finds_nothing() -> None:
     compiled = compile_policy(policy(*rules))
     assert found_names(compiled, {"ip": "2001:db8::1"}) == []
     assert found_names(compiled, {"ip": "::ffff:10.3.0.1"}) == ["net 3"]
+
+
+def test_a_key_with_only_eq_rules_answers_values_that_are_not_strings_too() -> None:
+    values: list[Any] = [f"env-{n}" for n in range(14)] + [7, 1.5, True, None, ["a", 1], {"k": 2}]
+    rules = [
+        {
+            "name": f"eq {number}",
+            "tool_name_glob": "*",
+            "args_match": [{"path": "$.env", "op": "eq", "value": value}],
+            "verdict": "deny",
+        }
+        for number, value in enumerate(values)
+    ]
+    data = policy(*rules)
+    compiled = compile_policy(data)
+    (_name, _index, equal), *_ = the_index(compiled).keys
+    assert equal is not None  # the inline table, which answers only strings itself
+    for number, value in enumerate(values):
+        assert found_names(compiled, {"env": value}) == [f"eq {number}"]
+    assert found_names(compiled, {"env": 7.0}) == ["eq 14"]
+    assert found_names(compiled, {"env": 1}) == []
+    assert found_names(compiled, {"env": "7"}) == []
+    many = {"env": "env-3", "a": 1, "b": 2}  # more arguments than indexed keys
+    assert found_names(compiled, many) == ["eq 3"]
+    agree(data, *({"tool": "t", "arguments": {"env": value}} for value in [*values, 7.0, 1, "7"]))
+
+
+def test_a_key_with_other_key_clauses_has_no_inline_table() -> None:
+    rules = broad(10) + broad_rules("url {}", "$.env", "regex", "^h{}$", 10)
+    compiled = compile_policy(policy(*rules))
+    assert [equal for _name, _index, equal in the_index(compiled).keys] == [None]
+    assert found_names(compiled, {"env": "h3"}) == ["url 3"]
+    assert found_names(compiled, {"env": "env-3"}) == ["env 3"]
+
+
+def test_a_key_with_eq_rules_and_a_literal_re2_cannot_read_asks_the_whole_path() -> None:
+    rules = broad(14) + [
+        {
+            "name": "surrogate",
+            "tool_name_glob": "*",
+            "args_match": [{"path": "$.env", "op": "contains", "value": "\ud800"}],
+            "verdict": "deny",
+        }
+    ]
+    data = policy(*rules)
+    compiled = compile_policy(data, strict=False)
+    assert [equal for _name, _index, equal in the_index(compiled).keys] == [None]
+    assert "surrogate" in found_names(compiled, {"env": "x\ud800"})
+    agree(data, {"tool": "t", "arguments": {"env": "x\ud800"}})
+
+
+def test_a_text_of_the_longest_remembered_length_is_remembered_and_one_longer_is_not() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    longest = "https://h3.example/" + "x" * (clause_index_module._MAX_REMEMBERED_TEXT - 19)
+    assert len(longest) == clause_index_module._MAX_REMEMBERED_TEXT
+    assert found_names(compiled, {"url": longest}) == ["url 3"]
+    assert found_names(compiled, {"url": longest + "x"}) == ["url 3"]
+    assert list(url.text_seen) == [longest]
+
+
+def test_a_path_whose_set_could_not_be_built_makes_every_text_rule_a_candidate() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    url.text_match = None  # what build_set leaves when RE2 refused the set
+    assert len(found_names(compiled, {"url": "https://h3.example/"})) == 20
+    assert url.text_seen == {}
+
+
+def test_a_text_with_a_lone_surrogate_is_scanned_as_the_regex_clauses_read_it() -> None:
+    data = policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example/\\?"))
+    compiled = compile_policy(data)
+    assert found_names(compiled, {"url": "https://h3.example/\ud800"}) == ["url 3"]
+    agree(data, {"tool": "t", "arguments": {"url": "https://h3.example/\ud800"}})
+
+
+def test_an_answer_without_the_pattern_that_matches_every_text_is_a_failed_scan() -> None:
+    compiled = compile_policy(policy(*broad_rules("url {}", "$.url", "regex", "h{}\\.example")))
+    url = the_index(compiled).by_key["url"]
+    url.text_match = lambda data: [5]
+    assert len(found_names(compiled, {"url": "https://h4.example/"})) == 20
+    url.text_match = lambda data: [0, 5]
+    assert found_names(compiled, {"url": "https://h9.example/"}) == ["url 4"]

@@ -9,6 +9,7 @@ import re2
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from firewall.engine import reference_evaluate
 from firewall.engine.clauses import (
     clause_problems,
     compile_clause,
@@ -238,3 +239,27 @@ def test_required_literals_never_hide_a_match(parts: list[str], text: str) -> No
     if compiled.search(text) is not None:
         assert all(literal in text for literal in required_literals(pattern))
     assert fast_search(compiled)(text) == (compiled.search(text) is not None)
+
+
+def test_a_regex_needing_a_question_mark_matches_where_a_lone_surrogate_reads_as_one() -> None:
+    pattern = "h3\\.example/\\?"
+    assert holds("regex", pattern, {"x": "https://h3.example/\ud800"})
+    assert holds("regex", pattern, {"x": "https://h3.example/?"})
+    assert not holds("regex", pattern, {"x": "https://h3.example/"})
+    assert reference_holds(pattern, "https://h3.example/\ud800")
+
+
+def reference_holds(pattern: str, text: str) -> bool:
+    data = {
+        "name": "p",
+        "default_verdict": "allow",
+        "rules": [
+            {
+                "name": "r",
+                "priority": 1,
+                "args_match": [{"path": "$.x", "op": "regex", "value": pattern}],
+                "verdict": "deny",
+            }
+        ],
+    }
+    return reference_evaluate(data, {"tool": "t", "arguments": {"x": text}}).verdict == "deny"

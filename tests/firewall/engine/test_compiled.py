@@ -143,3 +143,68 @@ def test_candidates_are_remembered_per_tool_name_within_bounds() -> None:
     long_name = "a." + "x" * 300
     assert compiled.evaluate({"tool": long_name}).verdict == "deny"
     assert long_name not in index._seen
+
+
+def test_tool_names_that_find_the_same_rules_share_one_plan() -> None:
+    compiled = compile_policy(
+        policy(
+            {"tool_name_glob": "a.*", "verdict": "deny"},
+            {"name": "b", "tool_name_glob": "b.x", "verdict": "audit"},
+        )
+    )
+    index = index_of(compiled)
+    for name in ("a.x", "a.y", "b.x", "c.x", "d.y"):
+        compiled.evaluate({"tool": name})
+    assert index._seen["a.x"] is index._seen["a.y"]
+    assert index._seen["c.x"] is index._seen["d.y"]
+    assert index._seen["a.x"] is not index._seen["b.x"]
+    assert index._seen["a.x"] is not index._seen["c.x"]
+    assert len(index._plans) == 3
+    assert compiled.evaluate({"tool": "a.q"}).verdict == "deny"
+    assert compiled.evaluate({"tool": "b.x"}).verdict == "audit"
+    assert compiled.evaluate({"tool": "c.q"}).verdict == "allow"
+
+
+def test_the_shared_plans_are_bounded_too() -> None:
+    compiled = compile_policy(
+        policy(*({"name": f"r{n}", "tool_name_glob": f"t{n}", "verdict": "deny"} for n in range(5)))
+    )
+    index = index_of(compiled)
+    index._capacity = 2
+    for n in range(5):
+        assert compiled.evaluate({"tool": f"t{n}"}).verdict == "deny"
+        assert len(index._plans) <= 2 and len(index._seen) <= 2
+    assert compiled.evaluate({"tool": "t0"}).rule == "r0"
+
+
+def test_at_least_8192_tool_names_are_remembered() -> None:
+    index = index_of(compile_policy(policy({"tool_name_glob": "a.*", "verdict": "deny"})))
+    assert index._capacity == 8192
+
+
+def test_a_policy_without_staged_rules_builds_one_index_for_every_stage() -> None:
+    compiled = compile_policy(
+        policy(
+            {"tool_name_glob": "a.*", "verdict": "deny"},
+            {"tool_name_glob": "*", "verdict": "audit", "stage": ""},
+        )
+    )
+    indexes = {id(index_of(compiled, stage)) for stage in ("inbound", "tool_call", "egress")}
+    assert len(indexes) == 1
+    for stage in ("inbound", "tool_call", "egress"):
+        assert compiled.evaluate({"tool": "a.x", "stage": stage}).verdict == "deny"
+        assert compiled.evaluate({"tool": "b.x", "stage": stage}).verdict == "audit"
+
+
+def test_a_staged_rule_gives_each_stage_its_own_index() -> None:
+    compiled = compile_policy(
+        policy(
+            {"tool_name_glob": "a.*", "verdict": "deny", "stage": "egress"},
+            {"tool_name_glob": "*", "verdict": "audit"},
+        )
+    )
+    indexes = {id(index_of(compiled, stage)) for stage in ("inbound", "tool_call", "egress")}
+    assert len(indexes) == 3
+    assert compiled.evaluate({"tool": "a.x", "stage": "egress"}).verdict == "deny"
+    assert compiled.evaluate({"tool": "a.x", "stage": "tool_call"}).verdict == "audit"
+    assert compiled.evaluate({"tool": "a.x", "stage": "inbound"}).verdict == "audit"

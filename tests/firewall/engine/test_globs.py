@@ -90,3 +90,14 @@ _globs = st.one_of(
 @given(glob=_globs, name=_names)
 def test_compiled_glob_agrees_with_the_definition(glob: str, name: str) -> None:
     assert compile_glob(glob)(name) == glob_matches(glob, name)
+
+
+@pytest.mark.parametrize("char", [" ", "\t", "\n", "\x00", "\x7f", "\u00a0", "\u2028", "\u3000"])
+def test_glob_problem_refuses_every_space_and_control_character(char: str) -> None:
+    assert glob_problem(f"shell.{char}exec") == (
+        f"`shell.{char}exec` contains whitespace or control characters"
+    )
+
+
+def test_glob_problem_takes_printable_text_beyond_ascii() -> None:
+    assert glob_problem("café.*") is None

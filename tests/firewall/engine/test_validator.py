@@ -447,3 +447,15 @@ def test_validation_never_raises_on_mutated_policies(mutations: list[tuple[int, 
     for index, key, value in mutations:
         data["rules"][index][key] = value
     validate_policy(data)
+
+
+@pytest.mark.parametrize("char", ["\x00", "\n", "\x7f", "\u200b", "\u2028"])
+def test_a_rule_name_with_a_control_or_invisible_character_is_refused(char: str) -> None:
+    issues = validate_rule(rule(name=f"bad{char}name"), "rules[0]")
+    assert [str(issue) for issue in issues] == [
+        "rules[0].name: the name must not contain control characters"
+    ]
+
+
+def test_a_rule_name_may_hold_printable_text_beyond_ascii() -> None:
+    assert validate_rule(rule(name="règle née")) == []
