@@ -200,6 +200,7 @@ class Agent:
         self.approver = approver
         self.modules = dict(modules or {})
         self._conversations: dict[tuple, Any] = {}
+        self._client: Any = None  # the bundle client, once asked for (False: decide as before)
         self._source = source
         self._key = secrets.token_bytes(32)  # signs this agent's histories and tokens here
         self._wiring: dict[tuple, Any] = {}
@@ -394,8 +395,10 @@ class Agent:
         names. Each user has a conversation of their own, with its own signed history and ledger.
         Returns the router's `Reply` (`text`, `plan`, `checks`, `ran`, `waiting`, `model_called`);
         raises `SelectorUnavailableError` where the firewall cannot answer (nothing runs).
-        With `STALWART_URL` set, a conversation's first turn takes the language, `on_unread` and
-        the modes of the checks of what was said from the console's Settings
+        With `STALWART_URL`, `STALWART_DECIDE=local` and `STALWART_BUNDLE_KEY` set, a conversation
+        decides from the console's signed bundle and writes its decision logs (see the README's
+        "Where decisions are made"). With `STALWART_URL` alone, a conversation's first turn takes
+        the language, `on_unread` and the modes of the checks of what was said from the console's Settings
         (`stalwart_agents.console_settings`); where the console cannot answer, that raises
         `SelectorUnavailableError` and the turn is not taken.
         """
@@ -408,23 +411,33 @@ class Agent:
         kept): the router, the runtime session with the file's settings (and the console's, when
         connected), the firewall as its gate, the executor over the file's modules."""
         from router import engine as router_engine
-        from stalwart_agents import runtime
+        from stalwart_agents import connected, runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
-        from stalwart_agents.console_settings import console_settings
+        from stalwart_agents.console_settings import ConsoleSettings, console_settings
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
         if conversation is None:
             settings = dict(self.file.other.get("settings") or {})
-            # Connected to a console: its Settings, read once at this conversation's first turn.
-            console = console_settings()
+            local = self._local_client()
+            if local is not None:  # deciding here, from the console's signed bundle
+                feed = local.feed(agent or "")
+                found = feed.current()  # SelectorUnavailableError: no bundle, no turn
+                console = ConsoleSettings(
+                    language=found.settings.get("language") or "en",
+                    on_unread=found.settings.get("on_unread") or "refuse",
+                    said_modes=dict(found.settings.get("said") or {}),
+                )
+            else:
+                # Connected to a console: its Settings, read once at this conversation's first turn.
+                console = console_settings()
             chosen = (
                 language
                 or settings.get("language")
                 or (console.language if console else None)
                 or "en"
             )
-            if console is not None and "said" not in settings:
+            if console is not None and "said" not in settings and local is None:
                 settings["said"] = dict(console.said_modes)
             extras = self.extras.router_options()  # the documents' index brought up to date
             router = self._routers.get((agent, chosen))
@@ -436,13 +449,33 @@ class Agent:
             options = self.extras.conversation_options(self)
             options.setdefault("model", self.models.for_router(router))
             executor = ChatExecutor(self._run_tool, user=user)
+            own = {**settings, "language": chosen}
+            wired, controls, sink = None, None, None
+            if local is not None:
+                # The bundle's controls and settings (the organisation's, made stricter by the
+                # file's), and the decision logs: decided here, recorded in the console's feed.
+                catalogue = runtime.seal(self.session_catalogue())
+                record = self._rules.record
+                rulebook = runtime.seal(record) if record is not None else None
+                controls = connected.BundleControls(
+                    feed, catalogue=catalogue, rulebook=rulebook, own=own, key=self._key
+                )
+                wired = runtime.wiring(
+                    catalogue,
+                    key=self._key,
+                    rulebook=rulebook,
+                    settings=controls.settings_of(found),
+                )
+                sink = local.decision_log()
             session = runtime.RuntimeSession(
-                self._wired({**settings, "language": chosen}),
+                wired or self._wired(own),
                 agent or "",
                 session=f"{user}-{secrets.token_hex(4)}",
                 approver=self.approver,
                 context=self.context,
                 functions=self._run_tool,
+                controls=controls,
+                sink=sink,
             )
             conversation = router_engine.Conversation(
                 router,
@@ -457,6 +490,17 @@ class Agent:
             executor.bind(conversation)
             self._conversations[key] = conversation
         return conversation
+
+    def _local_client(self) -> Any:
+        """The client this agent's conversations decide through from a bundle, where the
+        environment says so (`STALWART_URL`, `STALWART_DECIDE=local`, `STALWART_BUNDLE_KEY`),
+        else None; one per agent, so its conversations share one bundle feed and one spool."""
+        from stalwart_agents.client import Client
+
+        if self._client is None:
+            client = Client()
+            self._client = client if client.remote and client.decide == "local" else False
+        return self._client or None
 
     def session_catalogue(self) -> dict[str, Any]:
         """The catalogue this agent's own sessions run with: the file's, with its facts."""

@@ -234,6 +234,11 @@ def stricter_settings(organisation: Mapping[str, Any], own: Mapping[str, Any]) -
         merged["checks"] = list(own["checks"])
     if own.get("token_ttl"):
         merged["token_ttl"] = min(int(own["token_ttl"]), int(merged.get("token_ttl") or 10**9))
+    # An agent file's own engine settings the organisation does not set (its `tool_kinds`, an
+    # `address` allowance, ...) stand; one the organisation sets (the licence) is never replaced.
+    for name, value in own.items():
+        if name not in SESSION_SETTINGS and name not in merged:
+            merged[name] = value
     return merged
 
 

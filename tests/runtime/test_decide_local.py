@@ -19,6 +19,8 @@ from stalwart_agents.client import ApprovalDenied, ConnectedSession, SelectorUna
 from .console_proxy import ConsoleProxy
 from .test_runtime_session import inbox_catalogue
 
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "agent.yaml"
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -594,3 +596,40 @@ def test_a_local_sessions_decisions_reach_the_consoles_feed_through_its_decision
         assert (event.decision, event.reasons) == ("refuse", ["unknown_tool"])
         assert event.session == local.runtime.history.session
         until(lambda: spool.pending() == 0, 10.0)  # deleted from the spool once the console took it
+
+
+def test_agent_chat_decides_from_the_bundle_and_its_decisions_reach_the_feed(console, monkeypatch):  # noqa: ANN001
+    """`Agent.chat` under `STALWART_DECIDE=local`: its conversation's runtime session decides
+    from the bundle (a tool switched off on the console is refused at the next turn) and writes
+    its decision logs, which reach the console's feed."""
+    from console.models import Event, ToolSwitch
+    from stalwart_agents import Agent
+
+    for name, value in {
+        "STALWART_URL": console["url"],
+        "STALWART_API_KEY": console["key"],
+        "STALWART_DECIDE": "local",
+        "STALWART_BUNDLE_KEY": console["public"],
+    }.items():
+        monkeypatch.setenv(name, value)
+    shop = Agent.from_file(SHOP, verify=False)
+    try:
+        reply = shop.chat("show me order 4411", user="ana", agent="desk")
+        assert [done["tool"] for done in reply.ran] == ["get_order"], reply.text
+        ToolSwitch.objects.create(
+            organisation=console["organisation"], agent="desk", tool="get_order", reason="test"
+        )
+
+        def switched_off() -> bool:
+            again = shop.chat("show me order 4411", user="ana", agent="desk")
+            return not again.ran and "tool_disabled" in again.text
+
+        until(switched_off, 5.0)
+        until(
+            lambda: Event.objects.filter(
+                organisation=console["organisation"], source="runtime", reasons=["tool_disabled"]
+            ).exists(),
+            15.0,
+        )
+    finally:
+        shop._local_client().close()
