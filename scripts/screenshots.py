@@ -36,6 +36,7 @@ PAGES = [
     ("rulebook-version", "demo-admin", "/rulebooks/{rulebook}/v/1/"),
     ("proofs", "demo-admin", "/proofs/"),
     ("proof-rules", "demo-admin", "/proofs/rules/"),
+    ("proof-rule", "demo-admin", "/proofs/rules/QG011"),
     ("approvals", "demo-approver", "/approvals/"),
     ("tools", "demo-admin", "/tools/"),
     ("try-a-turn", "demo-admin", "/try/"),
@@ -43,6 +44,8 @@ PAGES = [
     ("event", "demo-auditor", "/events/{event}/"),
     ("audit", "demo-auditor", "/audit/"),
     ("people", "demo-admin", "/members/"),
+    ("invitations", "demo-admin", "/invitations/"),
+    ("gateways", "demo-admin", "/gateways/"),
     ("api-keys", "demo-admin", "/api-keys/"),
     ("health", "demo-admin", "/health/"),
 ]
