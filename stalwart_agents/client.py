@@ -162,7 +162,9 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Stop following the console's bundles (the threads end after their current request)."""
+        """Stop following the console's bundles (the threads end after their current request)
+        and stop shipping the decision logs: what was not shipped yet stays in the spool, and
+        the next client of this console and key ships it."""
         with self._feeds_lock:
             feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
@@ -170,7 +172,10 @@ class Client:
         with self._feeds_lock:
             log, self._log = self._log, None
         if log is not None:
-            log[1].stop()
+            spool, shipper = log
+            shipper.stop()
+            if not shipper.running:  # a lane still in a request closes nothing under it
+                spool.close()
 
     def decision_log(self) -> Any:
         """The spool a local session's decisions are written to, shipped to this console by a

@@ -423,6 +423,11 @@ class Shipper:
         for thread in self._threads:
             thread.join(timeout)
 
+    @property
+    def running(self) -> bool:
+        """Whether a lane is still at work (after `stop`, one still inside a request)."""
+        return any(thread.is_alive() for thread in self._threads)
+
 
 def decision_log(
     *,
