@@ -16,6 +16,7 @@ tool check -> firewall (the policy file agent.yaml names with `firewall:`) -> ex
 
 from __future__ import annotations
 
+import copy
 import importlib
 import secrets
 import sys
@@ -368,7 +369,7 @@ class Agent:
         The file's `facts:` are the agent's own (read by its runtime from its tools' results); a
         check made through a client or a session gets its facts with `context=` on each call.
         """
-        data = dict(self.file.data)
+        data = copy.deepcopy(dict(self.file.data))  # the caller's to change: never the agent's
         data.pop("facts", None)
         return data
 
@@ -504,7 +505,7 @@ class Agent:
 
     def session_catalogue(self) -> dict[str, Any]:
         """The catalogue this agent's own sessions run with: the file's, with its facts."""
-        data = dict(self.file.data)
+        data = copy.deepcopy(dict(self.file.data))
         if self._facts:
             data["facts"] = dict(self._facts)
         return data

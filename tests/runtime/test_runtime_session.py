@@ -412,3 +412,18 @@ def test_the_approver_is_asked_in_the_sessions_language_from_the_catalogues_word
     assert asked[0]["question"] == (
         "Estorna um valor de um pedido no cartão (pedido A1 e valor 40,00). Posso seguir?"
     )
+
+
+def test_the_catalogue_an_agent_hands_out_is_the_callers_to_change():
+    """A caller editing `agent.catalogue()` (a test dropping an order rule, a host adding a tool)
+    changes its copy, never the agent nor the module its tools were declared in."""
+    shop = Agent.from_file(SHOP / "agent.yaml", verify=False)
+    for handed in (shop.catalogue(), shop.session_catalogue()):
+        for tool in handed["tools"]:
+            tool.pop("after", None)
+    for again in (shop.catalogue(), shop.session_catalogue()):
+        assert any("after" in tool for tool in again["tools"])
+    assert any(
+        "after" in tool
+        for tool in Agent.from_file(SHOP / "agent.yaml", verify=False).catalogue()["tools"]
+    )
