@@ -202,6 +202,7 @@ class Agent:
         self.modules = dict(modules or {})
         self._conversations: dict[tuple, Any] = {}
         self._client: Any = None  # the bundle client, once asked for (False: decide as before)
+        self._sealed: tuple[Any, Any] | None = None  # catalogue and rulebook, sealed for bundles
         self._source = source
         self._key = secrets.token_bytes(32)  # signs this agent's histories and tokens here
         self._wiring: dict[tuple, Any] = {}
@@ -455,9 +456,13 @@ class Agent:
             if local is not None:
                 # The bundle's controls and settings (the organisation's, made stricter by the
                 # file's), and the decision logs: decided here, recorded in the console's feed.
-                catalogue = runtime.seal(self.session_catalogue())
-                record = self._rules.record
-                rulebook = runtime.seal(record) if record is not None else None
+                if self._sealed is None:  # the agent's content, hashed once for every conversation
+                    record = self._rules.record
+                    self._sealed = (
+                        runtime.seal(self.session_catalogue()),
+                        runtime.seal(record) if record is not None else None,
+                    )
+                catalogue, rulebook = self._sealed
                 controls = connected.BundleControls(
                     feed, catalogue=catalogue, rulebook=rulebook, own=own, key=self._key
                 )

@@ -293,16 +293,11 @@ class Guard:
         )
 
     def question(self, tool: str, arguments: Mapping[str, Any]) -> str:
-        """The confirm question in words, from the tool's description and its parameters' titles
-        (in the session's language, a secret argument masked), as every door asks it."""
-        from router.engine.phrases import confirm_question
+        """The confirm question in words, as every door asks it (`runtime.asked_in_words`)."""
+        from stalwart_agents.runtime import asked_in_words
 
         wired = getattr(getattr(self.session, "runtime", None), "wired", None)
-        entry = wired.catalogue.tools.get(tool) if wired is not None else None
-        hidden = set(getattr(entry, "secret", ()) or ())
-        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
-        language = getattr(wired, "language", None) or "en"
-        return confirm_question(language, tool, shown, entry=entry)
+        return asked_in_words(wired, tool, arguments)
 
     def prompt(
         self,

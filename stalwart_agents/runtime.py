@@ -583,6 +583,18 @@ def derive_origins(
 # -- a session -----------------------------------------------------------------------------------
 
 
+def asked_in_words(wired: Wiring | None, tool: str, arguments: Mapping[str, Any]) -> str:
+    """The confirm question every door asks, in the wiring's language: from the tool's
+    description and its parameters' titles, a secret argument masked (no wiring: English, the
+    tool's name in words)."""
+    from router.engine.phrases import confirm_question
+
+    entry = wired.catalogue.tools.get(tool) if wired is not None else None
+    hidden = set(getattr(entry, "secret", ()) or ())
+    shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
+    return confirm_question(wired.language if wired is not None else "en", tool, shown, entry=entry)
+
+
 def _as_function(function: Callable[..., Any]) -> Function:
     from stalwart_agents.chat import as_tool
 
@@ -828,17 +840,12 @@ class RuntimeSession:
     def question(self, pending: Pending) -> dict[str, Any]:
         """What a person is shown: the question (from the tool's description and its parameters'
         titles, in the session's language), the call, each argument with its origin, the reasons."""
-        from router.engine.phrases import confirm_question
-
         detail = pending.decision.detail
         tool = str(pending.call.get("tool"))
         arguments = dict(pending.call.get("arguments") or {})
-        entry = self.wired.catalogue.tools.get(tool)
-        hidden = set(getattr(entry, "secret", ()) or ())
-        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
         return {
             "approval": pending.id,
-            "question": confirm_question(self.wired.language, tool, shown, entry=entry),
+            "question": asked_in_words(self.wired, tool, arguments),
             "tool": pending.call.get("tool"),
             "agent": pending.call.get("agent"),
             "arguments": detail.get("arguments") or arguments,

@@ -696,15 +696,12 @@ class Gateway:
         )
 
     def asked(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """The confirm question in words, from the server's own description of the tool and its
-        input schema's titles (as every door asks it), a secret argument masked."""
-        from router.engine.phrases import confirm_question
+        """The confirm question in words, as every door asks it, from the server's own
+        description of the tool and its input schema's titles (the session's catalogue)."""
+        from stalwart_agents.runtime import asked_in_words
 
-        entry = next((t for t in self.catalogue["tools"] if t.get("name") == name), None)
-        hidden = set((entry or {}).get("secret") or ())
-        shown = {k: ("[secret]" if k in hidden else v) for k, v in arguments.items()}
         wired = getattr(getattr(self.session, "runtime", None), "wired", None)
-        return confirm_question(getattr(wired, "language", None) or "en", name, shown, entry=entry)
+        return asked_in_words(wired, name, arguments)
 
     def _token(self, check: Check, name: str, forwarded: Mapping[str, Any]) -> str:
         assert self.session is not None
