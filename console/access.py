@@ -45,6 +45,8 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     "gateways.read": frozenset(Role.values),
     "gateways.report": frozenset({Role.ADMIN, Role.EDITOR, Role.APPROVER}),
     "gateways.manage": frozenset({Role.ADMIN}),
+    # A new bundle key: every runtime must be given it, so only an admin rotates (audited).
+    "bundle_keys.rotate": frozenset({Role.ADMIN}),
 }
 
 

@@ -6,42 +6,158 @@ rulebooks, the write switches, the holds and the tools switched off), `bundle_si
 from the one a runtime holds, or when the wait is up.
 
 The bundle key of an organisation is derived from the server's secret
-(`STALWART_BUNDLE_SECRET`, else `SECRET_KEY`) and the organisation's id, so the database holds
-no private key: the same secret always gives the same key, and a new secret is a new key (every
-runtime must then be given the new public key). The public key is no secret: `GET /v1/bundle/key`.
+(`STALWART_BUNDLE_SECRET`, else `SECRET_KEY`), the organisation's id and its key generation, so
+the database holds no private key: the same secret always gives the same key, and a new secret is
+a new key (every runtime must then be given the new public key). Generation 0 is the key of before
+any rotation; `bundle_key_rotate` (an admin, audited) makes generation N + 1 with a new random salt,
+and from then on everything is signed with it. The previous key is still listed by
+`GET /v1/bundle/key` for `STALWART_BUNDLE_KEY_GRACE` seconds, so runtimes can be given both keys
+before they are given only the new one; it signs nothing any more. The public keys are no
+secret.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
+import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from console.models import Organisation, OrganisationSettings, SessionHold, ToolSwitch
+from console import bundle_changes
+from console.access import Actor, require
+from console.bundle_changes import bundle_changed
+from console.models import (
+    BundleKeyGeneration,
+    Organisation,
+    OrganisationSettings,
+    SessionHold,
+    ToolSwitch,
+)
 from firewall.engine.names import name_key
 from stalwart_agents import bundle as bundles
 
-#: The longest a long-poll waits (`?wait=` is bounded to it), and how often it looks again.
+#: The longest a long-poll waits (`?wait=` is bounded to it).
 MAX_WAIT = 30.0
-POLL_EVERY = 0.2
 #: At most this many holds and switches travel in one bundle (the newest first).
 MAX_CONTROLS = 10_000
 
 
-def signing_key(organisation_id: int) -> bundles.SigningKey:
-    """The organisation's bundle key (see the module docstring)."""
+#: How long the previous key is still listed after a rotation (seconds; `STALWART_BUNDLE_KEY_GRACE`).
+KEY_GRACE = 7 * 86_400.0
+
+
+def _seed(organisation_id: int, generation: int, salt: str) -> bytes:
     secret = getattr(django_settings, "STALWART_BUNDLE_SECRET", "") or django_settings.SECRET_KEY
-    seed = hmac.new(
-        secret.encode("utf-8"), f"stalwart-bundle:{organisation_id}".encode(), hashlib.sha256
-    ).digest()
-    return bundles.SigningKey(seed)
+    label = (
+        f"stalwart-bundle:{organisation_id}"
+        if generation == 0  # the key of before rotations: the same public key as it always was
+        else f"stalwart-bundle:{organisation_id}:{generation}:{salt}"
+    )
+    return hmac.new(secret.encode("utf-8"), label.encode(), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class KeyGeneration:
+    """One generation of an organisation's bundle key, with its private half derived."""
+
+    generation: int
+    key: bundles.SigningKey
+    created_at: dt.datetime | None
+
+    @property
+    def kid(self) -> str:
+        return self.key.kid
+
+    @property
+    def public(self) -> str:
+        return self.key.public
+
+
+def _generation(organisation_id: int, row: BundleKeyGeneration | None) -> KeyGeneration:
+    if row is None:
+        return KeyGeneration(0, bundles.SigningKey(_seed(organisation_id, 0, "")), None)
+    return KeyGeneration(
+        row.generation,
+        bundles.SigningKey(_seed(organisation_id, row.generation, row.salt)),
+        row.created_at,
+    )
+
+
+def key_generations(organisation_id: int) -> list[KeyGeneration]:
+    """The current generation, then the previous one while its grace period lasts."""
+    rows = list(BundleKeyGeneration.objects.filter(organisation_id=organisation_id)[:2])
+    current = _generation(organisation_id, rows[0] if rows else None)
+    found = [current]
+    if rows:
+        grace = float(getattr(django_settings, "STALWART_BUNDLE_KEY_GRACE", KEY_GRACE))
+        if timezone.now() < rows[0].created_at + dt.timedelta(seconds=grace):
+            found.append(_generation(organisation_id, rows[1] if len(rows) > 1 else None))
+    return found
+
+
+def grace_ends(organisation_id: int) -> dt.datetime | None:
+    """When the previous key stops being listed, or None when no rotation happened."""
+    row = BundleKeyGeneration.objects.filter(organisation_id=organisation_id).first()
+    if row is None:
+        return None
+    grace = float(getattr(django_settings, "STALWART_BUNDLE_KEY_GRACE", KEY_GRACE))
+    return row.created_at + dt.timedelta(seconds=grace)
+
+
+def signing_key(organisation_id: int) -> bundles.SigningKey:
+    """The organisation's current bundle key (see the module docstring): it signs everything."""
+    row = BundleKeyGeneration.objects.filter(organisation_id=organisation_id).first()
+    return _generation(organisation_id, row).key
 
 
 def public_key(organisation_id: int) -> str:
     return signing_key(organisation_id).public
+
+
+def bundle_key_rotate(*, actor: Actor) -> KeyGeneration:
+    """A new bundle key for the actor's organisation (admins only), audited; it signs from now on.
+
+    Runtimes that trust only the old public key fail closed at their next bundle: give them the
+    new key beside the old one first (`GET /v1/bundle/key` lists both during the grace period).
+    """
+    require(actor, "bundle_keys.rotate")
+    organisation = actor.organisation
+    for _attempt in range(3):  # two admins rotating at once: one of them takes the next number
+        try:
+            with transaction.atomic():
+                before = key_generations(organisation.pk)[0]
+                row = BundleKeyGeneration.objects.create(
+                    organisation=organisation,
+                    generation=before.generation + 1,
+                    salt=secrets.token_hex(32),
+                    created_by=actor.label[:200],
+                )
+                now = _generation(organisation.pk, row)
+                from console.services import audit_record
+
+                audit_record(
+                    actor=actor,
+                    action="bundle_key.rotate",
+                    object_type="bundle_key",
+                    object_id=now.generation,
+                    changes={
+                        "generation": [before.generation, now.generation],
+                        "kid": [before.kid, now.kid],
+                        "public_key": [before.public, now.public],
+                    },
+                )
+                bundle_changed(organisation.pk)
+                return now
+        except IntegrityError:
+            continue
+    raise IntegrityError("the bundle key is being rotated by someone else: try again")
 
 
 def _settings(organisation: Organisation) -> dict[str, Any]:
@@ -142,18 +258,30 @@ def bundle_stamp(*, organisation: Organisation, agent: str, version: str) -> str
 def bundle_wait(
     *, organisation: Organisation, agent: str, held: str | None, wait: float
 ) -> dict[str, Any] | None:
-    """The content once its version is not `held`, or None when `wait` seconds passed first.
+    """The content once its version is not `held` (or once the key that signs changed: a
+    rotation), or None when `wait` seconds passed first.
 
-    Each look reads the rows again outside any transaction, so a hold committed meanwhile is seen
-    by the next look (every `POLL_EVERY` seconds). The wait is bounded by `MAX_WAIT` and by the
-    console's own `STALWART_BUNDLE_MAX_WAIT` (a long-poll holds a web thread while it waits).
+    The wait sleeps until a change of the organisation is announced (`console.bundle_changes`:
+    Redis pub/sub, and this process's own changes), or until the next re-check
+    (`STALWART_BUNDLE_RECHECK`), and then reads the rows again, outside any transaction. It is
+    bounded by `MAX_WAIT` and by the console's own `STALWART_BUNDLE_MAX_WAIT` (a long-poll holds a
+    web thread while it waits).
     """
     longest = float(getattr(django_settings, "STALWART_BUNDLE_MAX_WAIT", MAX_WAIT))
     deadline = time.monotonic() + max(0.0, min(wait, longest, MAX_WAIT))
+    kid = ""
     while True:
+        count = bundle_changes.seen(organisation.pk)  # noted first: no change slips between
         content = bundle_content(organisation=organisation, agent=agent)
         if held is None or bundles.version_of(content) != held:
             return content
-        if time.monotonic() >= deadline:
+        signer = signing_key(organisation.pk).kid
+        if kid and signer != kid:
+            return content  # a rotated key: the bundle again, signed with the new one
+        kid = signer
+        left = deadline - time.monotonic()
+        if left <= 0:
             return None
-        time.sleep(POLL_EVERY)
+        bundle_changes.wait_for_change(
+            organisation.pk, count, min(left, bundle_changes.recheck_every())
+        )

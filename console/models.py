@@ -464,3 +464,29 @@ class Gateway(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class BundleKeyGeneration(models.Model):
+    """One rotation of an organisation's bundle key: generation N (1, 2, ...) replaces N - 1.
+
+    No row is generation 0, the key of before any rotation. The private key is never stored: it
+    is derived from the server's bundle secret, the organisation, the generation and `salt` (so the
+    secret alone gives no rotated key, and a leaked key of one generation tells nothing of the
+    next); see `console/bundles.py`.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="bundle_keys"
+    )
+    generation = models.PositiveIntegerField()
+    salt = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "generation"], name="one_bundle_key_per_generation"
+            )
+        ]
+        ordering = ["organisation", "-generation"]

@@ -19,6 +19,7 @@ urlpatterns = [
     path("organisation/switch", views.organisation_switch, name="organisation-switch"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/validate", views.settings_validate, name="settings-validate"),
+    path("settings/bundle-key/rotate", views.bundle_key_rotate, name="bundle-key-rotate"),
     path("audit/", views.audit_page, name="audit"),
     path("events/", views.events_page, name="events"),
     path("events/<int:event_id>/", views.event_detail, name="event"),

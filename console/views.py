@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console import selectors, services
+from console import bundles, selectors, services
 from console.access import (
     ORG_SESSION_KEY,
     actor_for_request,
@@ -131,11 +131,27 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         "actor": actor,
         "settings": obj,
         "admin_fields": _admin_fields(obj, admin),
+        "bundle_keys": bundles.key_generations(actor.organisation.pk),
+        "bundle_grace_ends": bundles.grace_ends(actor.organisation.pk),
     }
     status = 400 if request.method == "POST" and not saved else 200
     if request.htmx:
         return render(request, "console/settings.html#settings-form", context, status=status)
     return render(request, "console/settings.html", context, status=status)
+
+
+@require_POST
+def bundle_key_rotate(request: HttpRequest) -> HttpResponse:
+    """A new bundle key for the organisation (admins only; the button asks to confirm first)."""
+    actor = actor_for_request(request)
+    require(actor, "bundle_keys.rotate")
+    rotated = bundles.bundle_key_rotate(actor=actor)
+    messages.success(
+        request,
+        f"The bundle key was rotated to generation {rotated.generation} (kid {rotated.kid}): give "
+        "every runtime the new public key.",
+    )
+    return redirect("settings")
 
 
 def _admin_fields(obj, admin: bool) -> list[dict[str, str]]:  # noqa: ANN001

@@ -134,6 +134,11 @@ def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Poli
     if after["default_verdict"] != before["default_verdict"]:
         fields["draft_key"] = uuid.uuid4()  # the draft decides otherwise; a name decides nothing
     Policy.objects.filter(pk=policy.pk).update(**fields)
+    if after["active"] != before["active"]:
+        # Which policy is active decides what the bundle carries; `update` sends no signal.
+        from console.bundle_changes import bundle_changed
+
+        bundle_changed(actor.organisation.pk)
     policy.refresh_from_db()
     audit_record(
         actor=actor,

@@ -12,8 +12,11 @@ A bundle is a JSON envelope (`stalwart-bundle/1`):
   answer of the console is signed anew, a 304 too (its *stamp*: the version and a new `issued_at`,
   signed), so a live console keeps vouching for the version it last sent.
 - `signature` is Ed25519 over the canonical JSON of the envelope without `signature`, under the
-  organisation's bundle key. The console holds the private key; a runtime is given the public key
-  (`ed25519:<base64>`) and refuses whatever does not verify under it.
+  organisation's bundle key, with `kid`, the id of the key that signed (`key_id`: the start of the
+  digest of its public key). The console holds the private key; a runtime is given the public key
+  (`ed25519:<base64>`), or several while a rotation rolls out, and refuses whatever does not verify
+  under one of them. The `kid` only picks the key: one the runtime does not trust is refused
+  without trying the others, and changing it in flight cannot make a signature verify.
 
 A runtime counts a bundle's age from the last signature it verified that was *newer* than every
 one before it (by `issued_at`): a bundle or a stamp replayed from the past verifies but refreshes
@@ -69,6 +72,11 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def key_id(public: str) -> str:
+    """The id of a public key (`kid`): 16 hex digits of the SHA-256 of `ed25519:<base64>`."""
+    return hashlib.sha256(public.encode("utf-8")).hexdigest()[:16]
+
+
 def _unb64(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
@@ -92,32 +100,76 @@ class SigningKey:
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
         self.public = f"{ALGORITHM}:{_b64(raw)}"
+        self.kid = key_id(self.public)
 
     def sign(self, message: bytes) -> str:
         return _b64(self._key.sign(message))
 
 
+#: At most this many public keys are trusted at once (a rotation needs two).
+MAX_KEYS = 8
+
+
+def public_keys(given: Any) -> list[str]:
+    """The public keys a runtime trusts: one `ed25519:<base64>`, several separated by commas, or a
+    list of them (a host trusting the old key and the new while a rotation rolls out)."""
+    if isinstance(given, str):
+        keys = [part.strip() for part in given.split(",") if part.strip()]
+    elif isinstance(given, (list, tuple)) and all(isinstance(part, str) for part in given):
+        keys = [part.strip() for part in given if part.strip()]
+    else:
+        raise BundleRefused("bundle key: is `ed25519:<base64>`, several separated by commas, or a list")
+    if not keys:
+        raise BundleRefused("bundle key: is `ed25519:` and the key in base64")
+    if len(keys) > MAX_KEYS:
+        raise BundleRefused(f"bundle key: at most {MAX_KEYS} keys, not {len(keys)}")
+    return keys
+
+
 class VerifyKey:
-    """The runtime's side: the organisation's public key, `ed25519:<base64 of 32 bytes>`."""
+    """The runtime's side: the organisation's public keys it trusts (`public_keys`), by key id."""
 
-    def __init__(self, public: str) -> None:
-        if not isinstance(public, str) or not public.startswith(f"{ALGORITHM}:"):
-            raise BundleRefused("bundle key: is `ed25519:` and the key in base64")
-        raw = _unb64(public.split(":", 1)[1].strip(), "bundle key")
-        if len(raw) != 32:
-            raise BundleRefused("bundle key: an Ed25519 public key is 32 bytes")
-        self._key = _crypto().Ed25519PublicKey.from_public_bytes(raw)
-        self.public = public
+    def __init__(self, public: Any) -> None:
+        self._keys: dict[str, Any] = {}
+        for index, text in enumerate(public_keys(public)):
+            what = "bundle key" if isinstance(public, str) and "," not in public else f"bundle key[{index}]"
+            if not text.startswith(f"{ALGORITHM}:"):
+                raise BundleRefused(f"{what}: is `ed25519:` and the key in base64")
+            raw = _unb64(text.split(":", 1)[1].strip(), what)
+            if len(raw) != 32:
+                raise BundleRefused(f"{what}: an Ed25519 public key is 32 bytes")
+            self._keys[key_id(text)] = _crypto().Ed25519PublicKey.from_public_bytes(raw)
+        self.public = ",".join(public_keys(public))
 
-    def verify(self, message: bytes, signature: Any, what: str) -> None:
+    @property
+    def kids(self) -> tuple[str, ...]:
+        return tuple(self._keys)
+
+    def verify(self, message: bytes, signature: Any, what: str, *, kid: Any = None) -> None:
+        """Verified under the key `kid` names (refused when this runtime does not trust it), or,
+        for a signature that names none, under any key trusted."""
         from cryptography.exceptions import InvalidSignature
 
         if not isinstance(signature, str):
             raise BundleRefused(f"{what}: has no signature")
-        try:
-            self._key.verify(_unb64(signature, f"{what}: signature"), message)
-        except InvalidSignature as exc:
-            raise BundleRefused(f"{what}: the signature does not verify") from exc
+        if kid is not None:
+            if not isinstance(kid, str) or kid not in self._keys:
+                raise BundleRefused(
+                    f"{what}: the signature does not verify: it is by the key `{str(kid)[:32]}`, "
+                    "which this runtime does not trust (a rotated key: give it the new public "
+                    "key, GET /v1/bundle/key)"
+                )
+            candidates = [self._keys[kid]]
+        else:
+            candidates = list(self._keys.values())
+        raw = _unb64(signature, f"{what}: signature")
+        for key in candidates:
+            try:
+                key.verify(raw, message)
+            except InvalidSignature:
+                continue
+            return
+        raise BundleRefused(f"{what}: the signature does not verify")
 
 
 # -- signing (the console) ----------------------------------------------------------------------
@@ -144,7 +196,11 @@ def sign_bundle(
         "issued_at": round(time.time() if issued_at is None else issued_at, 6),
         "content": dict(content),
     }
-    envelope["signature"] = {"alg": ALGORITHM, "value": key.sign(_signed_part(envelope))}
+    envelope["signature"] = {
+        "alg": ALGORITHM,
+        "kid": key.kid,
+        "value": key.sign(_signed_part(envelope)),
+    }
     return envelope
 
 
@@ -163,15 +219,16 @@ def _stamp_message(organisation: str, agent: str, version: str, issued_at: float
 def sign_stamp(
     key: SigningKey, *, organisation: str, agent: str, version: str, issued_at: float | None = None
 ) -> str:
-    """The `Stalwart-Bundle-Stamp` header of a 304: `<version> <issued_at> <signature>`."""
+    """The `Stalwart-Bundle-Stamp` header of a 304: `<version> <issued_at> <kid> <signature>`."""
     at = round(time.time() if issued_at is None else issued_at, 6)
     signature = key.sign(_stamp_message(organisation, agent, version, at))
-    return f"{version} {at!r} {signature}"
+    return f"{version} {at!r} {key.kid} {signature}"
 
 
 def sign_grant(key: SigningKey, grant: Mapping[str, Any]) -> str:
-    """An approval grant: its canonical JSON in base64, a dot, and the signature."""
-    body = canonical_bytes({**dict(grant), "format": GRANT_FORMAT})
+    """An approval grant: its canonical JSON (naming the `kid` that signs it) in base64, a dot,
+    and the signature."""
+    body = canonical_bytes({**dict(grant), "format": GRANT_FORMAT, "kid": key.kid})
     return f"{_b64(body)}.{key.sign(body)}"
 
 
@@ -252,6 +309,8 @@ def _well_formed(envelope: Any) -> Mapping[str, Any]:
     signature = envelope["signature"]
     if not isinstance(signature, Mapping) or signature.get("alg") != ALGORITHM:
         raise BundleRefused(f"bundle.signature: is {ALGORITHM}")
+    if not isinstance(signature.get("kid", ""), str):
+        raise BundleRefused("bundle.signature.kid: is text")
     return envelope
 
 
@@ -274,7 +333,8 @@ def verify_bundle(envelope: Any, key: VerifyKey, *, agent: str | None = None) ->
     `agent`, when given, must be the agent the bundle was made for (or the bundle made for all).
     """
     envelope = _well_formed(envelope)
-    key.verify(_signed_part(envelope), envelope["signature"].get("value"), "bundle")
+    signature = envelope["signature"]
+    key.verify(_signed_part(envelope), signature.get("value"), "bundle", kid=signature.get("kid"))
     content = envelope["content"]
     if version_of(content) != envelope["version"]:
         raise BundleRefused("bundle.version: is not the digest of its content")
@@ -296,9 +356,11 @@ def verify_bundle(envelope: Any, key: VerifyKey, *, agent: str | None = None) ->
 def verify_stamp(header: Any, key: VerifyKey, bundle: Bundle) -> float:
     """The `issued_at` of a 304's stamp for the bundle held; `BundleRefused` when it does not
     verify or names another version."""
-    if not isinstance(header, str) or header.count(" ") != 2:
-        raise BundleRefused("bundle stamp: is `<version> <issued_at> <signature>`")
-    version, at_text, signature = header.split(" ")
+    if not isinstance(header, str) or header.count(" ") not in (2, 3):
+        raise BundleRefused("bundle stamp: is `<version> <issued_at> <kid> <signature>`")
+    parts = header.split(" ")
+    version, at_text, signature = parts[0], parts[1], parts[-1]
+    kid = parts[2] if len(parts) == 4 else None
     if version != bundle.version:
         raise BundleRefused("bundle stamp: names another version than the one held")
     try:
@@ -306,7 +368,7 @@ def verify_stamp(header: Any, key: VerifyKey, bundle: Bundle) -> float:
     except ValueError as exc:
         raise BundleRefused("bundle stamp: issued_at is not a number") from exc
     message = _stamp_message(bundle.organisation, bundle.agent, version, round(at, 6))
-    key.verify(message, signature, "bundle stamp")
+    key.verify(message, signature, "bundle stamp", kid=kid)
     return at
 
 
@@ -318,11 +380,13 @@ def verify_grant(token: Any, key: VerifyKey) -> dict[str, Any]:
         raise BundleRefused("approval grant: is `<content>.<signature>`")
     body_text, signature = token.split(".")
     body = _unb64(body_text, "approval grant")
-    key.verify(body, signature, "approval grant")
     try:
         grant = json.loads(body)
     except ValueError as exc:
         raise BundleRefused("approval grant: is not JSON") from exc
+    # The kid only picks the key; the signature over the whole body (the kid in it) decides.
+    kid = grant.get("kid") if isinstance(grant, dict) else None
+    key.verify(body, signature, "approval grant", kid=kid)
     if not isinstance(grant, dict) or grant.get("format") != GRANT_FORMAT:
         raise BundleRefused(f"approval grant: is not {GRANT_FORMAT}")
     return grant

@@ -118,7 +118,7 @@ class Client:
         *,
         timeout: float = 10.0,
         decide: str | None = None,
-        bundle_key: str | None = None,
+        bundle_key: str | Sequence[str] | None = None,
         max_age: float | None = None,
         wait: float = connected.WAIT,
     ) -> None:

@@ -3,7 +3,9 @@
 The console governs, the agent's process decides: a `BundleFeed` fetches the organisation's signed
 bundle (`GET /v1/bundle`, see `stalwart_agents.bundle`) and keeps it current from a background
 thread that long-polls with the version it holds (`If-None-Match`, `?wait=`), so a hold or a
-switch raised on the console arrives within a look of the console (0.2 s) and a round trip. A
+switch raised on the console arrives as soon as the console hears of it (Redis pub/sub, else its
+re-check each second) and a round trip. A console with too many long-polls waiting answers at
+once with `Retry-After`: the feed asks again then, its bundle kept fresh by the 304's stamp. A
 `ConnectedSession` is a `LocalSession` -- the same `RuntimeSession`, at engine speed -- whose
 every check first asks the feed for the bundle, then applies the bundle's controls after the tool
 check exactly as the console's sessions do:
@@ -15,7 +17,7 @@ check exactly as the console's sessions do:
   stricter by the session's own, and followed when the bundle changes.
 
 **Fail closed.** With no bundle verified, a bundle that does not verify under the configured
-public key, or a bundle whose last fresh signature is older than `max_age` seconds (the console
+public keys (or is signed with a key this process was not given: a rotated key), or a bundle whose last fresh signature is older than `max_age` seconds (the console
 down, or unreachable), every check raises `SelectorUnavailableError`: no call is decided, none
 runs. A bundle or a stamp replayed from the past verifies but refreshes nothing (see
 `stalwart_agents.bundle`).
@@ -84,6 +86,7 @@ class BundleFeed:
         self._error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pause = 0.0  # what the console's last `Retry-After` asked for
 
     # -- what decides ---------------------------------------------------------------------------
 
@@ -142,12 +145,15 @@ class BundleFeed:
         if held is not None:
             headers["If-None-Match"] = f'"{held}"'
         request = urllib.request.Request(url, method="GET", headers=headers)
+        self._pause = 0.0
         try:
             with urllib.request.urlopen(  # noqa: S310 - the console's own URL
                 request, timeout=wait + self.client.timeout
             ) as response:
+                self._pause = self._retry_after(response.headers.get("Retry-After"))
                 body = response.read(64 * 1024 * 1024)
         except urllib.error.HTTPError as exc:
+            self._pause = self._retry_after(exc.headers.get("Retry-After"))
             if exc.code == 304:
                 self._stamped(exc.headers.get("Stalwart-Bundle-Stamp"))
                 return
@@ -175,6 +181,19 @@ class BundleFeed:
             self._bundle, self._latest = found, found.issued_at
             self._verified_at = self.clock()
             self._broken = self._error = None
+
+    def _retry_after(self, header: str | None) -> float:
+        """Seconds a busy console asked to wait before the next long-poll (`Retry-After`),
+        bounded so the bundle is asked for again well before it is past its max age."""
+        if not header:
+            return 0.0
+        try:
+            asked = float(header)
+        except ValueError:
+            return 0.0
+        if asked != asked or asked <= 0:  # NaN or nothing
+            return 0.0
+        return min(asked, 30.0, max(0.1, self.max_age / 3))
 
     def _stamped(self, header: str | None) -> None:
         with self._lock:
@@ -204,7 +223,12 @@ class BundleFeed:
             self.fetch(wait=self.wait)
             with self._lock:
                 failed = self._error is not None or self._broken is not None
-            if failed:
+            if self._pause:
+                # A console with too many long-polls waiting answered at once (304 and a fresh
+                # stamp, or a 503): ask again when it said, not in a tight loop.
+                self._stop.wait(self._pause)
+                failures = failures + 1 if failed else 0
+            elif failed:
                 self._stop.wait(RETRY[min(failures, len(RETRY) - 1)])
                 failures += 1
             else:

@@ -4,7 +4,13 @@ Conditional and long-polled: with `If-None-Match: "<version>"` the answer is 304
 `Stalwart-Bundle-Stamp`) while the version is the same; with `?wait=N` (seconds, at most 30) the
 request waits for the version to change and answers as soon as it does (a hold or a switch raised
 by a sequence alert, a publish, a setting). `?agent=` keeps only that agent's holds and switches.
-`GET /v1/bundle/key` gives the organisation's public key, which runtimes are configured with.
+`GET /v1/bundle/key` gives the organisation's public keys, which runtimes are configured with: the
+current one, and the previous one during the grace period after a rotation
+(`POST /v1/bundle/key/rotate`, admins only). Every bundle and stamp names the `kid` that signed it.
+
+A process lets at most `STALWART_BUNDLE_MAX_POLLS` long-polls wait at once (each holds a web
+thread); beyond that a long-poll is answered at once, 304 with its stamp (or the new bundle), with
+`Retry-After` saying when to ask again.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console import bundles
+from console import bundle_changes, bundles
 from console.access import actor_for_request, require
 from console.api.views import ORG_PARAM
 from firewall.engine.names import MalformedName, normal_name
@@ -80,7 +86,11 @@ class BundleView(APIView):
         wait = _wait(request.query_params.get("wait"))
         held = _held(request.headers.get("If-None-Match"))
         organisation = actor.organisation
-        content = bundles.bundle_wait(organisation=organisation, agent=agent, held=held, wait=wait)
+        with bundle_changes.poll_slot() as free:
+            busy = bool(wait) and held is not None and not free
+            content = bundles.bundle_wait(
+                organisation=organisation, agent=agent, held=held, wait=0.0 if busy else wait
+            )
         if content is None:
             response = Response(status=304)
             response["ETag"] = f'"{held}"'
@@ -91,19 +101,70 @@ class BundleView(APIView):
             signed = bundles.bundle_signed(organisation=organisation, agent=agent, content=content)
             response = Response(signed)
             response["ETag"] = f'"{signed["version"]}"'
+        if busy:
+            # Too many long-polls wait in this process: answered now, asked again a little later.
+            response["Retry-After"] = str(max(1, round(bundle_changes.recheck_every())))
         response["Cache-Control"] = "no-store"
         return response
+
+
+def _keys(organisation_id: int) -> list[dict]:
+    generations = bundles.key_generations(organisation_id)
+    ends = bundles.grace_ends(organisation_id)
+    keys = []
+    for index, generation in enumerate(generations):
+        keys.append(
+            {
+                "kid": generation.kid,
+                "public_key": generation.public,
+                "generation": generation.generation,
+                "status": "current" if index == 0 else "previous",
+                "created_at": generation.created_at.isoformat() if generation.created_at else None,
+                # The previous key signs nothing; it is listed until its grace period ends.
+                "listed_until": ends.isoformat() if index and ends else None,
+            }
+        )
+    return keys
 
 
 class BundleKeyView(APIView):
     @extend_schema(operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
-        """The organisation's bundle public key (`ed25519:<base64>`): configure runtimes with it."""
+        """The organisation's bundle public keys (`ed25519:<base64>`): configure runtimes with
+        them. `public_key` is the key that signs now; `keys` adds the previous one while the
+        grace period after a rotation lasts."""
         actor = actor_for_request(request)
         require(actor, "guard.check")
+        keys = _keys(actor.organisation.pk)
         return Response(
             {
                 "organisation": actor.organisation.slug,
-                "public_key": bundles.public_key(actor.organisation.pk),
+                "public_key": keys[0]["public_key"],
+                "kid": keys[0]["kid"],
+                "keys": keys,
+            }
+        )
+
+
+class BundleKeyRotateView(APIView):
+    @extend_schema(
+        operation_id="bundle_key_rotate",
+        parameters=[ORG_PARAM],
+        request=None,
+        responses=OpenApiTypes.OBJECT,
+    )
+    def post(self, request):  # noqa: ANN001, ANN201
+        """A new bundle key for the organisation (admins only, audited): it signs every bundle,
+        stamp and approval grant from now on; the previous key stays listed for the grace period."""
+        actor = actor_for_request(request)
+        require(actor, "bundle_keys.rotate")
+        bundles.bundle_key_rotate(actor=actor)
+        keys = _keys(actor.organisation.pk)
+        return Response(
+            {
+                "organisation": actor.organisation.slug,
+                "public_key": keys[0]["public_key"],
+                "kid": keys[0]["kid"],
+                "keys": keys,
             }
         )

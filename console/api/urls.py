@@ -17,6 +17,7 @@ urlpatterns = [
     path("whoami", views.WhoAmIView.as_view(), name="api-whoami"),
     path("bundle", bundle.BundleView.as_view(), name="api-bundle"),
     path("bundle/key", bundle.BundleKeyView.as_view(), name="api-bundle-key"),
+    path("bundle/key/rotate", bundle.BundleKeyRotateView.as_view(), name="api-bundle-key-rotate"),
     path("controls", controls.ControlsView.as_view(), name="api-controls"),
     path("gateways", gateways.GatewayListView.as_view(), name="api-gateways"),
     path(

@@ -237,6 +237,17 @@ STALWART_BUNDLE_SECRET = os.environ.get("STALWART_BUNDLE_SECRET", "")
 # The longest a bundle long-poll waits here (`GET /v1/bundle?wait=`, at most 30): each waiting
 # request holds a web thread.
 STALWART_BUNDLE_MAX_WAIT = float(os.environ.get("STALWART_BUNDLE_MAX_WAIT", "30"))
+# How many bundle long-polls may wait at once in one web process (beyond: answered at once, with
+# Retry-After); by default half the process's threads, so the others keep serving.
+STALWART_BUNDLE_MAX_POLLS = int(
+    os.environ.get("STALWART_BUNDLE_MAX_POLLS")
+    or max(1, int(os.environ.get("STALWART_WEB_THREADS") or 4) // 2)
+)
+# Seconds between two re-checks of a waiting long-poll: the safety net beside Redis pub/sub, and
+# all there is while Redis is down.
+STALWART_BUNDLE_RECHECK = float(os.environ.get("STALWART_BUNDLE_RECHECK", "1"))
+# Seconds the previous bundle key is still listed by GET /v1/bundle/key after a rotation.
+STALWART_BUNDLE_KEY_GRACE = float(os.environ.get("STALWART_BUNDLE_KEY_GRACE", str(7 * 86400)))
 # Signed anchors of every chain, appended outside the database as rows commit ("" switches off).
 STALWART_AUDIT_ANCHOR_FILE = os.environ.get(
     "STALWART_AUDIT_ANCHOR_FILE", str(VAR_DIR / "audit-anchors.jsonl")

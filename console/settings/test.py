@@ -44,3 +44,7 @@ STALWART_AUDIT_ANCHOR_FILE = ""
 # The suite sends bad keys from one address across many tests; the throttle's own tests set the
 # production limit (tests/security/test_throttling.py).
 STALWART_API_KEY_FAILURE_LIMIT = 100_000
+
+# Several runtimes of one test follow bundles from the one live server: the bound's own test
+# sets it lower (tests/console/test_bundle_api.py).
+STALWART_BUNDLE_MAX_POLLS = 16
