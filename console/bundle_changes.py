@@ -48,13 +48,23 @@ _listening = threading.Event()  # set while the listener is subscribed
 _active = 0  # long-polls waiting in this process
 
 
-def _redis() -> Any | None:
+_publishers: dict[str, Any] = {}
+
+
+def _redis(*, shared: bool = False) -> Any | None:
+    """A Redis client of `REDIS_URL` (None without one); `shared` gives the one this process
+    publishes with (its pool keeps the connection), else a new one (the listener's own)."""
     url = getattr(settings, "REDIS_URL", "")
     if not url:
         return None
     import redis
 
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=1)
+    if shared and url in _publishers:
+        return _publishers[url]
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=1)
+    if shared:
+        _publishers[url] = client
+    return client
 
 
 def channel(client: Any) -> str:
@@ -75,7 +85,7 @@ def _count(organisation_id: int) -> None:
 def _announce(organisation_id: int) -> None:
     _count(organisation_id)
     try:
-        client = _redis()
+        client = _redis(shared=True)
         if client is not None:
             client.publish(channel(client), str(organisation_id))
     except Exception as exc:  # noqa: BLE001 - Redis down: the other processes re-check instead

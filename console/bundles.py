@@ -7,13 +7,16 @@ from the one a runtime holds, or when the wait is up.
 
 The bundle key of an organisation is derived from the server's secret
 (`STALWART_BUNDLE_SECRET`, else `SECRET_KEY`), the organisation's id and its key generation, so
-the database holds no private key: the same secret always gives the same key, and a new secret is
-a new key (every runtime must then be given the new public key). Generation 0 is the key of before
-any rotation; `bundle_key_rotate` (an admin, audited) makes generation N + 1 with a new random salt,
-and from then on everything is signed with it. The previous key is still listed by
-`GET /v1/bundle/key` for `STALWART_BUNDLE_KEY_GRACE` seconds, so runtimes can be given both keys
-before they are given only the new one; it signs nothing any more. The public keys are no
-secret.
+the database holds no private key: the same secret always gives the same keys, and a new secret
+is a new key for everyone (every runtime must then be given the new public key). A leaked private
+key of one generation tells nothing of another (HMAC-SHA256 is one-way).
+
+Rotation: generation 0 is the key of before any rotation. `bundle_key_rotate` (an admin, audited)
+makes generation N + 1 current, and from then on it signs every bundle, stamp and approval grant.
+`GET /v1/bundle/key` lists three keys: the current one; the *next* one (N + 1's successor), which
+no one signs with yet, so runtimes can be given it beside the current one before the rotation and
+keep deciding through it; and the *previous* one for `STALWART_BUNDLE_KEY_GRACE` seconds after a
+rotation, which signs nothing any more. The public keys are no secret.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -53,12 +55,12 @@ MAX_CONTROLS = 10_000
 KEY_GRACE = 7 * 86_400.0
 
 
-def _seed(organisation_id: int, generation: int, salt: str) -> bytes:
+def _seed(organisation_id: int, generation: int) -> bytes:
     secret = getattr(django_settings, "STALWART_BUNDLE_SECRET", "") or django_settings.SECRET_KEY
     label = (
         f"stalwart-bundle:{organisation_id}"
         if generation == 0  # the key of before rotations: the same public key as it always was
-        else f"stalwart-bundle:{organisation_id}:{generation}:{salt}"
+        else f"stalwart-bundle:{organisation_id}:{generation}"
     )
     return hmac.new(secret.encode("utf-8"), label.encode(), hashlib.sha256).digest()
 
@@ -69,7 +71,7 @@ class KeyGeneration:
 
     generation: int
     key: bundles.SigningKey
-    created_at: dt.datetime | None
+    created_at: dt.datetime | None = None
 
     @property
     def kid(self) -> str:
@@ -80,41 +82,72 @@ class KeyGeneration:
         return self.key.public
 
 
-def _generation(organisation_id: int, row: BundleKeyGeneration | None) -> KeyGeneration:
-    if row is None:
-        return KeyGeneration(0, bundles.SigningKey(_seed(organisation_id, 0, "")), None)
+def _generation(organisation_id: int, generation: int, row: Any = None) -> KeyGeneration:
     return KeyGeneration(
-        row.generation,
-        bundles.SigningKey(_seed(organisation_id, row.generation, row.salt)),
-        row.created_at,
+        generation,
+        bundles.SigningKey(_seed(organisation_id, generation)),
+        row.created_at if row is not None else None,
     )
 
 
-def key_generations(organisation_id: int) -> list[KeyGeneration]:
-    """The current generation, then the previous one while its grace period lasts."""
-    rows = list(BundleKeyGeneration.objects.filter(organisation_id=organisation_id)[:2])
-    current = _generation(organisation_id, rows[0] if rows else None)
-    found = [current]
-    if rows:
-        grace = float(getattr(django_settings, "STALWART_BUNDLE_KEY_GRACE", KEY_GRACE))
-        if timezone.now() < rows[0].created_at + dt.timedelta(seconds=grace):
-            found.append(_generation(organisation_id, rows[1] if len(rows) > 1 else None))
-    return found
+def _grace() -> dt.timedelta:
+    return dt.timedelta(
+        seconds=float(getattr(django_settings, "STALWART_BUNDLE_KEY_GRACE", KEY_GRACE))
+    )
 
 
-def grace_ends(organisation_id: int) -> dt.datetime | None:
-    """When the previous key stops being listed, or None when no rotation happened."""
+@dataclass(frozen=True)
+class KeyRing:
+    """The organisation's keys as `GET /v1/bundle/key` lists them (see the module docstring)."""
+
+    current: KeyGeneration
+    next: KeyGeneration
+    previous: KeyGeneration | None
+    listed_until: dt.datetime | None  # when the previous key stops being listed
+
+
+def key_ring(organisation_id: int) -> KeyRing:
     row = BundleKeyGeneration.objects.filter(organisation_id=organisation_id).first()
-    if row is None:
-        return None
-    grace = float(getattr(django_settings, "STALWART_BUNDLE_KEY_GRACE", KEY_GRACE))
-    return row.created_at + dt.timedelta(seconds=grace)
+    number = row.generation if row is not None else 0
+    previous, until = None, None
+    if row is not None and timezone.now() < row.created_at + _grace():
+        previous, until = _generation(organisation_id, number - 1), row.created_at + _grace()
+    return KeyRing(
+        current=_generation(organisation_id, number, row),
+        next=_generation(organisation_id, number + 1),
+        previous=previous,
+        listed_until=until,
+    )
+
+
+def keys_listed(organisation_id: int) -> list[dict[str, Any]]:
+    """The keys a runtime may be given, as `GET /v1/bundle/key` and the Settings page list them:
+    the current one (it signs), the next one (it signs after the next rotation), and the previous
+    one while its grace period lasts (it signs nothing any more)."""
+    ring = key_ring(organisation_id)
+    listed = [
+        (ring.current, "current", None),
+        (ring.next, "next", None),
+    ]
+    if ring.previous is not None:
+        listed.append((ring.previous, "previous", ring.listed_until))
+    return [
+        {
+            "kid": generation.kid,
+            "public_key": generation.public,
+            "generation": generation.generation,
+            "status": status,
+            "since": generation.created_at.isoformat() if generation.created_at else None,
+            "listed_until": until.isoformat() if until else None,
+        }
+        for generation, status, until in listed
+    ]
 
 
 def signing_key(organisation_id: int) -> bundles.SigningKey:
     """The organisation's current bundle key (see the module docstring): it signs everything."""
     row = BundleKeyGeneration.objects.filter(organisation_id=organisation_id).first()
-    return _generation(organisation_id, row).key
+    return _generation(organisation_id, row.generation if row is not None else 0).key
 
 
 def public_key(organisation_id: int) -> str:
@@ -125,21 +158,20 @@ def bundle_key_rotate(*, actor: Actor) -> KeyGeneration:
     """A new bundle key for the actor's organisation (admins only), audited; it signs from now on.
 
     Runtimes that trust only the old public key fail closed at their next bundle: give them the
-    new key beside the old one first (`GET /v1/bundle/key` lists both during the grace period).
+    next key beside the current one first (`GET /v1/bundle/key` lists it as `next`).
     """
     require(actor, "bundle_keys.rotate")
     organisation = actor.organisation
     for _attempt in range(3):  # two admins rotating at once: one of them takes the next number
         try:
             with transaction.atomic():
-                before = key_generations(organisation.pk)[0]
+                before = key_ring(organisation.pk).current
                 row = BundleKeyGeneration.objects.create(
                     organisation=organisation,
                     generation=before.generation + 1,
-                    salt=secrets.token_hex(32),
                     created_by=actor.label[:200],
                 )
-                now = _generation(organisation.pk, row)
+                now = _generation(organisation.pk, row.generation, row)
                 from console.services import audit_record
 
                 audit_record(

@@ -470,16 +470,14 @@ class BundleKeyGeneration(models.Model):
     """One rotation of an organisation's bundle key: generation N (1, 2, ...) replaces N - 1.
 
     No row is generation 0, the key of before any rotation. The private key is never stored: it
-    is derived from the server's bundle secret, the organisation, the generation and `salt` (so the
-    secret alone gives no rotated key, and a leaked key of one generation tells nothing of the
-    next); see `console/bundles.py`.
+    is derived from the server's bundle secret, the organisation and the generation (a leaked key
+    of one generation tells nothing of another); see `console/bundles.py`.
     """
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="bundle_keys"
     )
     generation = models.PositiveIntegerField()
-    salt = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.CharField(max_length=200, blank=True)
 

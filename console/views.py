@@ -131,8 +131,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         "actor": actor,
         "settings": obj,
         "admin_fields": _admin_fields(obj, admin),
-        "bundle_keys": bundles.key_generations(actor.organisation.pk),
-        "bundle_grace_ends": bundles.grace_ends(actor.organisation.pk),
+        "bundle_keys": bundles.keys_listed(actor.organisation.pk),
     }
     status = 400 if request.method == "POST" and not saved else 200
     if request.htmx:
@@ -148,8 +147,8 @@ def bundle_key_rotate(request: HttpRequest) -> HttpResponse:
     rotated = bundles.bundle_key_rotate(actor=actor)
     messages.success(
         request,
-        f"The bundle key was rotated to generation {rotated.generation} (kid {rotated.kid}): give "
-        "every runtime the new public key.",
+        f"the bundle key was rotated to generation {rotated.generation} (kid {rotated.kid}): "
+        "give every runtime the new public key",
     )
     return redirect("settings")
 

@@ -5,8 +5,8 @@ Conditional and long-polled: with `If-None-Match: "<version>"` the answer is 304
 request waits for the version to change and answers as soon as it does (a hold or a switch raised
 by a sequence alert, a publish, a setting). `?agent=` keeps only that agent's holds and switches.
 `GET /v1/bundle/key` gives the organisation's public keys, which runtimes are configured with: the
-current one, and the previous one during the grace period after a rotation
-(`POST /v1/bundle/key/rotate`, admins only). Every bundle and stamp names the `kid` that signed it.
+current one, the next one (it signs after the next rotation: `POST /v1/bundle/key/rotate`, admins
+only) and the previous one during the grace period after a rotation. Every bundle and stamp names the `kid` that signed it.
 
 A process lets at most `STALWART_BUNDLE_MAX_POLLS` long-polls wait at once (each holds a web
 thread); beyond that a long-poll is answered at once, 304 with its stamp (or the new bundle), with
@@ -108,34 +108,16 @@ class BundleView(APIView):
         return response
 
 
-def _keys(organisation_id: int) -> list[dict]:
-    generations = bundles.key_generations(organisation_id)
-    ends = bundles.grace_ends(organisation_id)
-    keys = []
-    for index, generation in enumerate(generations):
-        keys.append(
-            {
-                "kid": generation.kid,
-                "public_key": generation.public,
-                "generation": generation.generation,
-                "status": "current" if index == 0 else "previous",
-                "created_at": generation.created_at.isoformat() if generation.created_at else None,
-                # The previous key signs nothing; it is listed until its grace period ends.
-                "listed_until": ends.isoformat() if index and ends else None,
-            }
-        )
-    return keys
-
-
 class BundleKeyView(APIView):
     @extend_schema(operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
         """The organisation's bundle public keys (`ed25519:<base64>`): configure runtimes with
-        them. `public_key` is the key that signs now; `keys` adds the previous one while the
-        grace period after a rotation lasts."""
+        them. `public_key` is the key that signs now; `keys` lists it, the `next` one (trust it
+        too before a rotation) and the `previous` one while the grace period after a rotation
+        lasts."""
         actor = actor_for_request(request)
         require(actor, "guard.check")
-        keys = _keys(actor.organisation.pk)
+        keys = bundles.keys_listed(actor.organisation.pk)
         return Response(
             {
                 "organisation": actor.organisation.slug,
@@ -159,7 +141,7 @@ class BundleKeyRotateView(APIView):
         actor = actor_for_request(request)
         require(actor, "bundle_keys.rotate")
         bundles.bundle_key_rotate(actor=actor)
-        keys = _keys(actor.organisation.pk)
+        keys = bundles.keys_listed(actor.organisation.pk)
         return Response(
             {
                 "organisation": actor.organisation.slug,

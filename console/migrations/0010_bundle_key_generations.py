@@ -21,7 +21,6 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("generation", models.PositiveIntegerField()),
-                ("salt", models.CharField(editable=False, max_length=64)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("created_by", models.CharField(blank=True, max_length=200)),
                 (

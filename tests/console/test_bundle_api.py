@@ -205,3 +205,151 @@ def test_a_runtimes_approval_request_is_checked_field_by_field(client, admin, ke
     )
     assert answer.status_code == 400
     assert set(answer.json()) >= {"agent", "session", "call.tool", "history_at", "more"}
+
+
+def _long_poll_later(client, headers, version, wait, answers, **given):  # noqa: ANN001, ANN202
+    """Start a long-poll in another thread; its answer and the monotonic time it came, in `answers`."""
+    from django.db import connections
+
+    def poll() -> None:
+        try:
+            answer = client.get(
+                f"/v1/bundle?wait={wait}", HTTP_IF_NONE_MATCH=f'"{version}"', **headers, **given
+            )
+            answers.append((answer, time.monotonic()))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    return thread
+
+
+def _waiting(count: int) -> None:
+    from console import bundle_changes
+
+    deadline = time.monotonic() + 5
+    while bundle_changes._active < count:
+        assert time.monotonic() < deadline, "the long-poll never started waiting"
+        time.sleep(0.01)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_wakes_a_waiting_long_poll_at_once_not_at_its_next_look(
+    client, organisation, admin, key_for, settings
+):
+    # The re-check is made too slow to be what answers: only the change's announcement can.
+    settings.STALWART_BUNDLE_RECHECK = 10.0
+    headers = key_for(admin)
+    found = verified(client.get("/v1/bundle", **headers), organisation)
+    answers: list = []
+    thread = _long_poll_later(client, headers, found.version, 20, answers)
+    _waiting(1)
+    time.sleep(0.2)
+    SessionHold.objects.create(organisation=organisation, agent="desk", session="s9", reason="x")
+    committed = time.monotonic()
+    thread.join(5)
+    answer, at = answers[0]
+    assert verified(answer, organisation).held("desk", "s9")
+    print(f"woken {1000 * (at - committed):.1f} ms after the commit")
+    assert at - committed < 0.1, at - committed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_announced_by_another_console_process_wakes_the_long_poll_through_redis(
+    client, organisation, admin, key_for, settings
+):
+    import redis
+
+    from console import bundle_changes
+
+    settings.STALWART_BUNDLE_RECHECK = 10.0
+    headers = key_for(admin)
+    found = verified(client.get("/v1/bundle", **headers), organisation)
+    bundle_changes.seen(organisation.pk)  # the listener subscribes
+    deadline = time.monotonic() + 5
+    while not bundle_changes.listening():
+        assert time.monotonic() < deadline, "the listener never subscribed"
+        time.sleep(0.01)
+    answers: list = []
+    thread = _long_poll_later(client, headers, found.version, 20, answers)
+    _waiting(1)
+    # Another process writes the hold (here: without this process's signals) and announces it,
+    # as `bundle_changed` does there, on the channel of this Redis database.
+    SessionHold.objects.bulk_create(
+        [SessionHold(organisation=organisation, agent="desk", session="s7", reason="x")]
+    )
+    other = redis.Redis.from_url(settings.REDIS_URL)
+    other.publish(bundle_changes.channel(other), str(organisation.pk))
+    published = time.monotonic()
+    thread.join(5)
+    answer, at = answers[0]
+    assert verified(answer, organisation).held("desk", "s7")
+    print(f"woken {1000 * (at - published):.1f} ms after the publish")
+    assert at - published < 0.1, at - published
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_down_a_long_poll_falls_back_to_its_recheck(
+    client, organisation, admin, key_for, settings
+):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    settings.STALWART_BUNDLE_RECHECK = 0.3
+    headers = key_for(admin)
+    found = verified(client.get("/v1/bundle", **headers), organisation)
+    answers: list = []
+    thread = _long_poll_later(client, headers, found.version, 20, answers)
+    _waiting(1)
+    # A change nobody announces (the publish cannot reach Redis): the next re-check sees it.
+    SessionHold.objects.bulk_create(
+        [SessionHold(organisation=organisation, agent="desk", session="s5", reason="x")]
+    )
+    written = time.monotonic()
+    thread.join(5)
+    answer, at = answers[0]
+    assert verified(answer, organisation).held("desk", "s5")
+    assert at - written < 1.0, at - written
+    # A change announced while Redis is down: the publish fails quietly, the answer still comes.
+    again = verified(answer, organisation)
+    answers.clear()
+    settings.STALWART_BUNDLE_RECHECK = 10.0
+    thread = _long_poll_later(client, headers, again.version, 20, answers)
+    _waiting(1)
+    SessionHold.objects.create(organisation=organisation, agent="desk", session="s6", reason="x")
+    thread.join(5)
+    assert verified(answers[0][0], organisation).held("desk", "s6")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beyond_the_bound_a_long_poll_is_answered_at_once_with_retry_after(
+    client, organisation, admin, key_for, settings
+):
+    from console import bundle_changes
+
+    settings.STALWART_BUNDLE_MAX_POLLS = 1
+    headers = key_for(admin)
+    found = verified(client.get("/v1/bundle", **headers), organisation)
+    answers: list = []
+    first = _long_poll_later(client, headers, found.version, 1.5, answers)
+    _waiting(1)
+    started = time.monotonic()
+    busy = client.get("/v1/bundle?wait=20", HTTP_IF_NONE_MATCH=f'"{found.version}"', **headers)
+    assert time.monotonic() - started < 0.5
+    assert busy.status_code == 304 and int(busy["Retry-After"]) >= 1
+    key = bundle.VerifyKey(bundles.public_key(organisation.pk))
+    assert bundle.verify_stamp(busy["Stalwart-Bundle-Stamp"], key, found)
+    # Changed meanwhile: the bound answers at once with the new bundle.
+    SessionHold.objects.bulk_create(
+        [SessionHold(organisation=organisation, agent="desk", session="s4", reason="x")]
+    )
+    changed = client.get("/v1/bundle?wait=20", HTTP_IF_NONE_MATCH=f'"{found.version}"', **headers)
+    assert verified(changed, organisation).held("desk", "s4") and changed["Retry-After"]
+    first.join(5)
+    assert answers[0][0].status_code == 200 and "Retry-After" not in answers[0][0]
+    assert bundle_changes._active == 0  # every slot given back
+    # With the slot free, a long-poll waits again.
+    newer = verified(changed, organisation)
+    started = time.monotonic()
+    quiet = client.get("/v1/bundle?wait=0.5", HTTP_IF_NONE_MATCH=f'"{newer.version}"', **headers)
+    assert quiet.status_code == 304 and time.monotonic() - started >= 0.5
+    assert "Retry-After" not in quiet

@@ -11,7 +11,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-KEPT = ("Content-Type", "ETag", "Stalwart-Bundle-Stamp", "Cache-Control")
+KEPT = ("Content-Type", "ETag", "Stalwart-Bundle-Stamp", "Cache-Control", "Retry-After")
 
 
 class ConsoleProxy:
@@ -22,6 +22,7 @@ class ConsoleProxy:
         self.upstream = upstream.rstrip("/")
         self.tamper: Any = None  # a function that edits a bundle (a dict) before it is forwarded
         self.bundles_served = 0
+        self.bundle_requests = 0  # every GET of a bundle, whatever was answered
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         proxy = self
@@ -62,6 +63,7 @@ class ConsoleProxy:
                 except urllib.error.HTTPError as exc:
                     status, got, data = exc.code, exc.headers, exc.read()
                 if self.path.startswith("/v1/bundle?") or self.path == "/v1/bundle":
+                    proxy.bundle_requests += 1
                     if status == 200:
                         proxy.bundles_served += 1
                         if proxy.tamper is not None:

@@ -633,3 +633,104 @@ def test_agent_chat_decides_from_the_bundle_and_its_decisions_reach_the_feed(con
         )
     finally:
         shop._local_client().close()
+
+
+def test_a_rotation_keeps_a_runtime_given_the_next_key_deciding_and_stops_one_given_only_the_old(
+    console,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+    approver,  # noqa: ANN001
+    client_for,  # noqa: ANN001
+):
+    from console import bundles
+    from console.models import SessionHold
+    from guard.models import ApprovalRequest
+
+    ring = bundles.key_ring(console["organisation"].pk)
+    assert ring.current.public == console["public"]
+    both = Client(
+        url=console["url"],
+        api_key=console["key"],
+        decide="local",
+        bundle_key=[ring.current.public, ring.next.public],
+        wait=5.0,
+    )
+    with both, local_client(console) as old_only:
+        rolling = both.session("assistant", catalogue=inbox_catalogue())
+        stale = old_only.session("assistant", catalogue=inbox_catalogue())
+        for session in (rolling, stale):
+            session.read("refund 20 on order A1")
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+            assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+
+        time.sleep(0.3)  # both runtimes in the middle of a long-poll
+        rotated = bundles.bundle_key_rotate(actor=actor_for(console["admin"], console["organisation"]))
+        assert rotated.public == ring.next.public
+        # The runtime given only the old key fails closed at its next bundle, signed with the new.
+        took = until(lambda: refuses(stale), 2.0)
+        print(f"the old key's runtime failed closed {took:.3f} s after the rotation")
+        with pytest.raises(SelectorUnavailableError, match="does not trust"):
+            stale.check_tool_call("get_order", {"order_id": "A1"})
+        # The runtime given both keeps deciding, from bundles the new key signed.
+        assert rolling.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="assistant",
+            session=rolling.id,
+            reason="held after the rotation",
+        )
+        feed = both.feed("assistant")
+        until(lambda: feed.current().held("assistant", rolling.id), 2.0)
+        SessionHold.objects.filter(session=rolling.id).update(released_at=time_now())
+        until(lambda: not feed.current().held("assistant", rolling.id), 3.0)
+        # A person's approval after the rotation is a grant signed with the new key: accepted.
+        asked = rolling.check_tool_call("refund_card", {"order_id": "A1", "amount": 20})
+        assert asked.decision == "confirm"
+
+        def approve() -> None:
+            request = ApprovalRequest.objects.get(source="runtime", status="pending")
+            client_for(approver).post(f"/v1/approvals/{request.public_id}/approve")
+
+        threading.Timer(0.5, closing(approve)).start()
+        token = rolling.wait_for_approval(asked, timeout=20, poll=0.1)
+        check = rolling.check_tool_call("refund_card", {"order_id": "A1", "amount": 20}, token=token)
+        assert (check.decision, check.reasons) == ("allow", ["confirmed"])
+
+
+def time_now():  # noqa: ANN201
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def test_a_console_with_too_many_long_polls_answers_at_once_and_the_runtime_keeps_deciding(
+    console,  # noqa: ANN001
+    settings,  # noqa: ANN001
+):
+    from console.models import SessionHold
+
+    settings.STALWART_BUNDLE_MAX_POLLS = 0  # no long-poll may wait: each is answered at once
+    proxy = ConsoleProxy(console["url"])
+    try:
+        with local_client(console, url=proxy.url, max_age=2.0, wait=10.0) as client:
+            session = client.session("assistant", catalogue=inbox_catalogue())
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+            asked_before = proxy.bundle_requests
+            # Past twice its max age, the bundle is still fresh: each 304 came with a stamp.
+            deadline = time.monotonic() + 4.5
+            while time.monotonic() < deadline:
+                assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+                time.sleep(0.1)
+            asked = proxy.bundle_requests - asked_before
+            # Retry-After was followed (no tight loop), yet often enough to stay fresh.
+            assert 3 <= asked <= 12, asked
+            SessionHold.objects.create(
+                organisation=console["organisation"],
+                agent="assistant",
+                session=session.id,
+                reason="held while the console is busy",
+            )
+            feed = client.feed("assistant")
+            took = until(lambda: feed.current().held("assistant", session.id), 2.0)
+            print(f"{asked} bundle requests in 4.5 s; the hold reached the runtime in {took:.3f} s")
+    finally:
+        proxy.down()

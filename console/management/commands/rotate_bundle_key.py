@@ -12,8 +12,8 @@ from console.models import Organisation, Role
 class Command(BaseCommand):
     help = (
         "Rotate an organisation's bundle key (audited). Runtimes given only the old public key "
-        "fail closed at their next bundle: give them the new key beside the old one first "
-        "(STALWART_BUNDLE_KEY=old,new), then only the new one."
+        "fail closed at their next bundle: give them the next key beside the current one first "
+        "(STALWART_BUNDLE_KEY=current,next; GET /v1/bundle/key lists both), then rotate."
     )
 
     def add_arguments(self, parser) -> None:  # noqa: ANN001
@@ -26,11 +26,12 @@ class Command(BaseCommand):
             raise CommandError(f"no organisation `{slug}`")
         # Whoever runs manage.py on the server is its operator: an admin of every organisation.
         actor = Actor(organisation=organisation, role=Role.ADMIN, label="manage.py rotate_bundle_key")
-        before = bundles.key_generations(organisation.pk)[0]
+        before = bundles.key_ring(organisation.pk).current
         rotated = bundles.bundle_key_rotate(actor=actor)
         self.stdout.write(
             f"rotated the bundle key of {slug}: generation {before.generation} -> "
             f"{rotated.generation}\n"
             f"previous: {before.public} (kid {before.kid})\n"
-            f"current:  {rotated.public} (kid {rotated.kid})"
+            f"current:  {rotated.public} (kid {rotated.kid})\n"
+            f"next:     {bundles.key_ring(organisation.pk).next.public}"
         )
