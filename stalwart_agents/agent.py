@@ -413,7 +413,7 @@ class Agent:
         kept): the router, the runtime session with the file's settings (and the console's, when
         connected), the firewall as its gate, the executor over the file's modules."""
         from router import engine as router_engine
-        from stalwart_agents import connected, runtime
+        from stalwart_agents import runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
         from stalwart_agents.console_settings import ConsoleSettings, console_settings
 
@@ -452,7 +452,12 @@ class Agent:
             options.setdefault("model", self.models.for_router(router))
             executor = ChatExecutor(self._run_tool, user=user)
             own = {**settings, "language": chosen}
-            wired, controls, sink = None, None, None
+            common = {
+                "session": f"{user}-{secrets.token_hex(4)}",
+                "approver": self.approver,
+                "context": self.context,
+                "functions": self._run_tool,
+            }
             if local is not None:
                 # The bundle's controls and settings (the organisation's, made stricter by the
                 # file's), and the decision logs: decided here, recorded in the console's feed.
@@ -463,26 +468,18 @@ class Agent:
                         runtime.seal(record) if record is not None else None,
                     )
                 catalogue, rulebook = self._sealed
-                controls = connected.BundleControls(
-                    feed, catalogue=catalogue, rulebook=rulebook, own=own, key=self._key
-                )
-                wired = runtime.wiring(
-                    catalogue,
+                session = runtime.open_from_bundle(
+                    agent or "",
+                    feed=feed,
+                    catalogue=catalogue,
                     key=self._key,
                     rulebook=rulebook,
-                    settings=controls.settings_of(found),
+                    own=own,
+                    sink=local.decision_log(),
+                    **common,
                 )
-                sink = local.decision_log()
-            session = runtime.RuntimeSession(
-                wired or self._wired(own),
-                agent or "",
-                session=f"{user}-{secrets.token_hex(4)}",
-                approver=self.approver,
-                context=self.context,
-                functions=self._run_tool,
-                controls=controls,
-                sink=sink,
-            )
+            else:
+                session = runtime.RuntimeSession(self._wired(own), agent or "", **common)
             conversation = router_engine.Conversation(
                 router,
                 executor=executor,

@@ -118,7 +118,9 @@ def public_keys(given: Any) -> list[str]:
     elif isinstance(given, (list, tuple)) and all(isinstance(part, str) for part in given):
         keys = [part.strip() for part in given if part.strip()]
     else:
-        raise BundleRefused("bundle key: is `ed25519:<base64>`, several separated by commas, or a list")
+        raise BundleRefused(
+            "bundle key: is `ed25519:<base64>`, several separated by commas, or a list"
+        )
     if not keys:
         raise BundleRefused("bundle key: is `ed25519:` and the key in base64")
     if len(keys) > MAX_KEYS:
@@ -132,7 +134,11 @@ class VerifyKey:
     def __init__(self, public: Any) -> None:
         self._keys: dict[str, Any] = {}
         for index, text in enumerate(public_keys(public)):
-            what = "bundle key" if isinstance(public, str) and "," not in public else f"bundle key[{index}]"
+            what = (
+                "bundle key"
+                if isinstance(public, str) and "," not in public
+                else f"bundle key[{index}]"
+            )
             if not text.startswith(f"{ALGORITHM}:"):
                 raise BundleRefused(f"{what}: is `ed25519:` and the key in base64")
             raw = _unb64(text.split(":", 1)[1].strip(), what)

@@ -320,22 +320,17 @@ class Client:
                     400, {"rulebook": ["this organisation accepts compiled rulebook records only"]}
                 )
             rulebook = _compiled(rulebook)
-        sealed = runtime.seal(catalogue)
-        sealed_rulebook = runtime.seal(rulebook) if rulebook is not None else None
-        controls = connected.BundleControls(
-            feed, catalogue=sealed, rulebook=sealed_rulebook, own=own, key=self._key
-        )
         try:
-            opened = runtime.open_session(
+            opened = runtime.open_from_bundle(
                 agent,
-                catalogue=sealed,
+                feed=feed,
+                catalogue=catalogue,
                 key=self._key,
-                rulebook=sealed_rulebook,
-                settings=controls.settings_of(found),
+                rulebook=rulebook,
+                own=own,
                 approver=approver,
                 context=context,
                 tools=dict(tools or {}),
-                controls=controls,
                 sink=sink if sink is not None else self.decision_log(),
             )
         except (runtime.SettingsRefused, engine.GuardError) as exc:

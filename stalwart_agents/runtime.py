@@ -1173,8 +1173,50 @@ def open_session(
     settings: Mapping[str, Any] | None = None,
     **state: Any,
 ) -> RuntimeSession:
-    """A session of `agent` over the wiring for this content (shared, built once)."""
+    """A session of `agent` over the wiring for this content (shared, built once).
+
+    `agent` may be empty: a session of no agent of the catalogue (`Agent.chat` without `agent=`)."""
     wired = wiring(catalogue, key=key, rulebook=rulebook, settings=settings)
-    if wired.catalogue.agents and agent not in wired.catalogue.agents:
+    if agent and wired.catalogue.agents and agent not in wired.catalogue.agents:
         raise SettingsRefused(f"agent: `{agent}` is not an agent of the catalogue")
     return RuntimeSession(wired, agent, **state)
+
+
+def open_from_bundle(
+    agent: str,
+    *,
+    feed: Any,
+    catalogue: Mapping[str, Any] | Sealed,
+    key: bytes,
+    rulebook: Mapping[str, Any] | Sealed | None = None,
+    own: Mapping[str, Any] | None = None,
+    **state: Any,
+) -> RuntimeSession:
+    """A session deciding in this process from the console's bundle, for every door that does
+    (`Client(decide="local")`, `Agent.chat` under `STALWART_DECIDE=local`).
+
+    `feed` is the agent's `connected.BundleFeed`; its current bundle decides the settings (the
+    organisation's, made stricter by `own`, the session's or the file's) and the bundle's controls
+    (holds, switches, write switches) are plugged in, followed as the bundle changes. The catalogue
+    and the rulebook are sealed here unless they are already (a door that opens many sessions
+    seals them once). `SelectorUnavailableError` with no bundle to decide with; `SettingsRefused`
+    or the engine's errors for settings that do not load. `state` is `RuntimeSession`'s (the sink
+    of the decision logs, the approver, the functions, ...).
+    """
+    from stalwart_agents import connected
+
+    found = feed.current()
+    sealed = seal(catalogue)
+    sealed_rulebook = seal(rulebook) if rulebook is not None else None
+    controls = connected.BundleControls(
+        feed, catalogue=sealed, rulebook=sealed_rulebook, own=dict(own or {}), key=key
+    )
+    return open_session(
+        agent,
+        catalogue=sealed,
+        key=key,
+        rulebook=sealed_rulebook,
+        settings=controls.settings_of(found),
+        controls=controls,
+        **state,
+    )

@@ -71,7 +71,9 @@ def test_an_admin_rotates_the_key_and_the_rotation_is_audited(client, organisati
     assert stamp["Stalwart-Bundle-Stamp"].split(" ")[2] == after["kid"]
     assert bundle.verify_stamp(stamp["Stalwart-Bundle-Stamp"], both, old)
     with pytest.raises(bundle.BundleRefused):
-        bundle.verify_stamp(stamp["Stalwart-Bundle-Stamp"], bundle.VerifyKey(before["public_key"]), old)
+        bundle.verify_stamp(
+            stamp["Stalwart-Bundle-Stamp"], bundle.VerifyKey(before["public_key"]), old
+        )
 
 
 def test_a_second_rotation_drops_the_oldest_key_and_the_grace_period_ends(
@@ -180,4 +182,13 @@ def test_several_public_keys_are_read_from_a_list_or_commas():
 
 
 def _content() -> dict:
-    return {name: ({} if name in ("settings", "rulebooks", "writes") else None if name == "firewall" else []) for name in bundle.CONTENT}
+    return {
+        name: (
+            {}
+            if name in ("settings", "rulebooks", "writes")
+            else None
+            if name == "firewall"
+            else []
+        )
+        for name in bundle.CONTENT
+    }

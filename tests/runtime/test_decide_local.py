@@ -663,7 +663,9 @@ def test_a_rotation_keeps_a_runtime_given_the_next_key_deciding_and_stops_one_gi
             assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
 
         time.sleep(0.3)  # both runtimes in the middle of a long-poll
-        rotated = bundles.bundle_key_rotate(actor=actor_for(console["admin"], console["organisation"]))
+        rotated = bundles.bundle_key_rotate(
+            actor=actor_for(console["admin"], console["organisation"])
+        )
         assert rotated.public == ring.next.public
         # The runtime given only the old key fails closed at its next bundle, signed with the new.
         took = until(lambda: refuses(stale), 2.0)
@@ -692,7 +694,9 @@ def test_a_rotation_keeps_a_runtime_given_the_next_key_deciding_and_stops_one_gi
 
         threading.Timer(0.5, closing(approve)).start()
         token = rolling.wait_for_approval(asked, timeout=20, poll=0.1)
-        check = rolling.check_tool_call("refund_card", {"order_id": "A1", "amount": 20}, token=token)
+        check = rolling.check_tool_call(
+            "refund_card", {"order_id": "A1", "amount": 20}, token=token
+        )
         assert (check.decision, check.reasons) == ("allow", ["confirmed"])
 
 

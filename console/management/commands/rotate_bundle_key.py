@@ -25,7 +25,9 @@ class Command(BaseCommand):
         if organisation is None:
             raise CommandError(f"no organisation `{slug}`")
         # Whoever runs manage.py on the server is its operator: an admin of every organisation.
-        actor = Actor(organisation=organisation, role=Role.ADMIN, label="manage.py rotate_bundle_key")
+        actor = Actor(
+            organisation=organisation, role=Role.ADMIN, label="manage.py rotate_bundle_key"
+        )
         before = bundles.key_ring(organisation.pk).current
         rotated = bundles.bundle_key_rotate(actor=actor)
         self.stdout.write(
