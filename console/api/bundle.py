@@ -108,6 +108,17 @@ class BundleView(APIView):
         return response
 
 
+def _keys_answer(organisation) -> dict:  # noqa: ANN001
+    keys = bundles.keys_listed(organisation.pk)
+    current = keys[0]
+    return {
+        "organisation": organisation.slug,
+        "public_key": current["public_key"],
+        "kid": current["kid"],
+        "keys": keys,
+    }
+
+
 class BundleKeyView(APIView):
     @extend_schema(operation_id="bundle_key", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request):  # noqa: ANN001, ANN201
@@ -117,15 +128,7 @@ class BundleKeyView(APIView):
         lasts."""
         actor = actor_for_request(request)
         require(actor, "guard.check")
-        keys = bundles.keys_listed(actor.organisation.pk)
-        return Response(
-            {
-                "organisation": actor.organisation.slug,
-                "public_key": keys[0]["public_key"],
-                "kid": keys[0]["kid"],
-                "keys": keys,
-            }
-        )
+        return Response(_keys_answer(actor.organisation))
 
 
 class BundleKeyRotateView(APIView):
@@ -141,12 +144,4 @@ class BundleKeyRotateView(APIView):
         actor = actor_for_request(request)
         require(actor, "bundle_keys.rotate")
         bundles.bundle_key_rotate(actor=actor)
-        keys = bundles.keys_listed(actor.organisation.pk)
-        return Response(
-            {
-                "organisation": actor.organisation.slug,
-                "public_key": keys[0]["public_key"],
-                "kid": keys[0]["kid"],
-                "keys": keys,
-            }
-        )
+        return Response(_keys_answer(actor.organisation))

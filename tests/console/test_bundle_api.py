@@ -225,6 +225,23 @@ def _long_poll_later(client, headers, version, wait, answers, **given):  # noqa:
     return thread
 
 
+def _a_long_poll_waiting(client, organisation, headers, wait: float = 20):  # noqa: ANN001, ANN202
+    """The bundle now, and a long-poll for its next version waiting in another thread."""
+    found = verified(client.get("/v1/bundle", **headers), organisation)
+    answers: list = []
+    thread = _long_poll_later(client, headers, found.version, wait, answers)
+    _waiting(1)
+    return found, thread, answers
+
+
+def _answered(thread, answers, organisation, session: str, *, since: float) -> float:  # noqa: ANN001
+    """Seconds from `since` until the waiting long-poll answered with the session held."""
+    thread.join(5)
+    answer, at = answers[0]
+    assert verified(answer, organisation).held("desk", session)
+    return at - since
+
+
 def _waiting(count: int) -> None:
     from console import bundle_changes
 
@@ -241,18 +258,12 @@ def test_a_change_wakes_a_waiting_long_poll_at_once_not_at_its_next_look(
     # The re-check is made too slow to be what answers: only the change's announcement can.
     settings.STALWART_BUNDLE_RECHECK = 10.0
     headers = key_for(admin)
-    found = verified(client.get("/v1/bundle", **headers), organisation)
-    answers: list = []
-    thread = _long_poll_later(client, headers, found.version, 20, answers)
-    _waiting(1)
+    found, thread, answers = _a_long_poll_waiting(client, organisation, headers)
     time.sleep(0.2)
     SessionHold.objects.create(organisation=organisation, agent="desk", session="s9", reason="x")
-    committed = time.monotonic()
-    thread.join(5)
-    answer, at = answers[0]
-    assert verified(answer, organisation).held("desk", "s9")
-    print(f"woken {1000 * (at - committed):.1f} ms after the commit")
-    assert at - committed < 0.1, at - committed
+    took = _answered(thread, answers, organisation, "s9", since=time.monotonic())
+    print(f"woken {1000 * took:.1f} ms after the commit")
+    assert took < 0.1, took
 
 
 @pytest.mark.django_db(transaction=True)
@@ -264,16 +275,12 @@ def test_a_change_announced_by_another_console_process_wakes_the_long_poll_throu
     from console import bundle_changes
 
     settings.STALWART_BUNDLE_RECHECK = 10.0
-    headers = key_for(admin)
-    found = verified(client.get("/v1/bundle", **headers), organisation)
     bundle_changes.seen(organisation.pk)  # the listener subscribes
     deadline = time.monotonic() + 5
     while not bundle_changes.listening():
         assert time.monotonic() < deadline, "the listener never subscribed"
         time.sleep(0.01)
-    answers: list = []
-    thread = _long_poll_later(client, headers, found.version, 20, answers)
-    _waiting(1)
+    found, thread, answers = _a_long_poll_waiting(client, organisation, key_for(admin))
     # Another process writes the hold (here: without this process's signals) and announces it,
     # as `bundle_changed` does there, on the channel of this Redis database.
     SessionHold.objects.bulk_create(
@@ -281,12 +288,9 @@ def test_a_change_announced_by_another_console_process_wakes_the_long_poll_throu
     )
     other = redis.Redis.from_url(settings.REDIS_URL)
     other.publish(bundle_changes.channel(other), str(organisation.pk))
-    published = time.monotonic()
-    thread.join(5)
-    answer, at = answers[0]
-    assert verified(answer, organisation).held("desk", "s7")
-    print(f"woken {1000 * (at - published):.1f} ms after the publish")
-    assert at - published < 0.1, at - published
+    took = _answered(thread, answers, organisation, "s7", since=time.monotonic())
+    print(f"woken {1000 * took:.1f} ms after the publish")
+    assert took < 0.1, took
 
 
 @pytest.mark.django_db(transaction=True)
@@ -296,10 +300,7 @@ def test_with_redis_down_a_long_poll_falls_back_to_its_recheck(
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     settings.STALWART_BUNDLE_RECHECK = 0.3
     headers = key_for(admin)
-    found = verified(client.get("/v1/bundle", **headers), organisation)
-    answers: list = []
-    thread = _long_poll_later(client, headers, found.version, 20, answers)
-    _waiting(1)
+    found, thread, answers = _a_long_poll_waiting(client, organisation, headers)
     # A change nobody announces (the publish cannot reach Redis): the next re-check sees it.
     SessionHold.objects.bulk_create(
         [SessionHold(organisation=organisation, agent="desk", session="s5", reason="x")]
@@ -328,10 +329,7 @@ def test_beyond_the_bound_a_long_poll_is_answered_at_once_with_retry_after(
 
     settings.STALWART_BUNDLE_MAX_POLLS = 1
     headers = key_for(admin)
-    found = verified(client.get("/v1/bundle", **headers), organisation)
-    answers: list = []
-    first = _long_poll_later(client, headers, found.version, 1.5, answers)
-    _waiting(1)
+    found, first, answers = _a_long_poll_waiting(client, organisation, headers, wait=1.5)
     started = time.monotonic()
     busy = client.get("/v1/bundle?wait=20", HTTP_IF_NONE_MATCH=f'"{found.version}"', **headers)
     assert time.monotonic() - started < 0.5

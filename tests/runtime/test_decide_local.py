@@ -674,15 +674,9 @@ def test_a_rotation_keeps_a_runtime_given_the_next_key_deciding_and_stops_one_gi
             stale.check_tool_call("get_order", {"order_id": "A1"})
         # The runtime given both keeps deciding, from bundles the new key signed.
         assert rolling.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
-        SessionHold.objects.create(
-            organisation=console["organisation"],
-            agent="assistant",
-            session=rolling.id,
-            reason="held after the rotation",
-        )
-        feed = both.feed("assistant")
-        until(lambda: feed.current().held("assistant", rolling.id), 2.0)
+        hold_reaches(console, both, rolling)
         SessionHold.objects.filter(session=rolling.id).update(released_at=time_now())
+        feed = both.feed("assistant")
         until(lambda: not feed.current().held("assistant", rolling.id), 3.0)
         # A person's approval after the rotation is a grant signed with the new key: accepted.
         asked = rolling.check_tool_call("refund_card", {"order_id": "A1", "amount": 20})
@@ -700,6 +694,20 @@ def test_a_rotation_keeps_a_runtime_given_the_next_key_deciding_and_stops_one_gi
         assert (check.decision, check.reasons) == ("allow", ["confirmed"])
 
 
+def hold_reaches(console, client: Client, session: ConnectedSession) -> float:  # noqa: ANN001
+    """Hold the session on the console; the seconds until the runtime's bundle says so (< 2 s)."""
+    from console.models import SessionHold
+
+    SessionHold.objects.create(
+        organisation=console["organisation"],
+        agent="assistant",
+        session=session.id,
+        reason="sequence rule `exfiltration` matched",
+    )
+    feed = client.feed("assistant")
+    return until(lambda: feed.current().held("assistant", session.id), 2.0)
+
+
 def time_now():  # noqa: ANN201
     from django.utils import timezone
 
@@ -710,7 +718,6 @@ def test_a_console_with_too_many_long_polls_answers_at_once_and_the_runtime_keep
     console,  # noqa: ANN001
     settings,  # noqa: ANN001
 ):
-    from console.models import SessionHold
 
     settings.STALWART_BUNDLE_MAX_POLLS = 0  # no long-poll may wait: each is answered at once
     proxy = ConsoleProxy(console["url"])
@@ -727,14 +734,7 @@ def test_a_console_with_too_many_long_polls_answers_at_once_and_the_runtime_keep
             asked = proxy.bundle_requests - asked_before
             # Retry-After was followed (no tight loop), yet often enough to stay fresh.
             assert 3 <= asked <= 12, asked
-            SessionHold.objects.create(
-                organisation=console["organisation"],
-                agent="assistant",
-                session=session.id,
-                reason="held while the console is busy",
-            )
-            feed = client.feed("assistant")
-            took = until(lambda: feed.current().held("assistant", session.id), 2.0)
+            took = hold_reaches(console, client, session)
             print(f"{asked} bundle requests in 4.5 s; the hold reached the runtime in {took:.3f} s")
     finally:
         proxy.down()
