@@ -13,8 +13,8 @@ key of one generation tells nothing of another (HMAC-SHA256 is one-way).
 
 Rotation: generation 0 is the key of before any rotation. `bundle_key_rotate` (an admin, audited)
 makes generation N + 1 current, and from then on it signs every bundle, stamp and approval grant.
-`GET /v1/bundle/key` lists three keys: the current one; the *next* one (N + 1's successor), which
-no one signs with yet, so runtimes can be given it beside the current one before the rotation and
+`GET /v1/bundle/key` lists three keys: the current one (generation N); the *next* one (N + 1),
+which nothing is signed with yet, so runtimes can be given it beside the current one before the rotation and
 keep deciding through it; and the *previous* one for `STALWART_BUNDLE_KEY_GRACE` seconds after a
 rotation, which signs nothing any more. The public keys are no secret.
 """

@@ -105,7 +105,8 @@ class Client:
     Against a console, `decide` says where a session's checks are decided: `"console"` (the
     default: each check is a request to the console, which keeps the history and records the
     event) or `"local"` (in this process, from the console's signed bundle; needs `bundle_key`,
-    the organisation's public key from `GET /v1/bundle/key`). `max_age` is how old, in seconds
+    the organisation's public key from `GET /v1/bundle/key`, or several, as a list or separated
+    by commas, to trust the current and the next key while a rotation rolls out). `max_age` is how old, in seconds
     since the console last signed it, a bundle may be and still decide; `wait` how long each
     long-poll for a new bundle waits. Read from `STALWART_DECIDE`, `STALWART_BUNDLE_KEY` and
     `STALWART_BUNDLE_MAX_AGE` when not given.

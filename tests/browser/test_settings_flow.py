@@ -81,3 +81,34 @@ def test_the_health_page_reports_each_part(page, admin, settings):
     assert page.locator('tr[data-check="database"].ok').count() == 1
     assert page.locator('tr[data-check="broker"].ok').count() == 1
     assert report.get_attribute("data-ok") in ("true", "false")
+
+
+def test_an_admin_rotates_the_bundle_key_only_once_the_confirm_is_accepted(
+    page, admin, organisation
+):
+    from console import bundles
+
+    before = bundles.key_ring(organisation.pk)
+    sign_in(page, "ada-admin", PASSWORD)
+    page.goto("/settings/")
+    assert before.current.kid in page.inner_text("#bundle-key-current")
+    assert before.next.public in page.inner_text("#bundle-key-next")
+    asked: list[str] = []
+
+    def dismiss(dialog) -> None:  # noqa: ANN001
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.click("#bundle-key-rotate-button")
+    page.wait_for_timeout(300)
+    assert asked and "fails closed" in asked[0]
+    assert bundles.key_ring(organisation.pk).current.kid == before.current.kid  # not rotated
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#bundle-key-rotate-button")
+    page.wait_for_selector(".messages li")
+    assert "rotated to generation 1" in page.inner_text(".messages")
+    assert before.next.kid in page.inner_text("#bundle-key-current")
+    assert before.current.kid in page.inner_text("#bundle-key-previous")
+    assert AuditRow.objects.filter(action="bundle_key.rotate").count() == 1
