@@ -82,13 +82,23 @@ def _count(organisation_id: int) -> None:
         _lock.notify_all()
 
 
+#: After a publish failed, this process does not try again for this many seconds: a Redis that
+#: does not answer must not hold every commit that changes a bundle for its connect timeout.
+QUIET_AFTER_FAILURE = 5.0
+_quiet_until = 0.0
+
+
 def _announce(organisation_id: int) -> None:
+    global _quiet_until
     _count(organisation_id)
+    if time.monotonic() < _quiet_until:
+        return  # Redis failed a moment ago: the other processes' re-checks see this change
     try:
         client = _redis(shared=True)
         if client is not None:
             client.publish(channel(client), str(organisation_id))
     except Exception as exc:  # noqa: BLE001 - Redis down: the other processes re-check instead
+        _quiet_until = time.monotonic() + QUIET_AFTER_FAILURE
         log.warning("bundle change not published (long-polls fall back to re-checks): %s", exc)
 
 

@@ -297,6 +297,8 @@ def test_a_change_announced_by_another_console_process_wakes_the_long_poll_throu
 def test_with_redis_down_a_long_poll_falls_back_to_its_recheck(
     client, organisation, admin, key_for, settings
 ):
+    from console import bundle_changes
+
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     settings.STALWART_BUNDLE_RECHECK = 0.3
     headers = key_for(admin)
@@ -316,9 +318,12 @@ def test_with_redis_down_a_long_poll_falls_back_to_its_recheck(
     settings.STALWART_BUNDLE_RECHECK = 10.0
     thread = _long_poll_later(client, headers, again.version, 20, answers)
     _waiting(1)
+    started = time.monotonic()
     SessionHold.objects.create(organisation=organisation, agent="desk", session="s6", reason="x")
+    assert time.monotonic() - started < 1.5  # the failed publish did not hold the commit long
     thread.join(5)
     assert verified(answers[0][0], organisation).held("desk", "s6")
+    bundle_changes._quiet_until = 0.0  # Redis is back for the tests after this one
 
 
 @pytest.mark.django_db(transaction=True)
