@@ -186,10 +186,21 @@ class Reporter:
     diff; a call its firewall file decided). Sent from a task of its own, never on a call's path;
     a console that cannot answer is retried with backoff, and a report it refuses is logged."""
 
-    def __init__(self, client: Client, name: str, state: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        state: Callable[[], dict[str, Any]],
+        *,
+        instance: str = "",
+        host: str = "",
+    ) -> None:
         self.client = client
         self.name = name
         self.state = state
+        # Who this gateway is among those of its name: sent with every report (one console row
+        # per organisation, name and instance).
+        self.identity = {"instance": instance, "host": host}
         self.events: list[dict[str, Any]] = []
         self.wake = anyio.Event()
         self.sent = 0  # reports the console accepted
@@ -212,7 +223,7 @@ class Reporter:
             events, self.events = self.events[:EVENTS_PER_REPORT], self.events[EVENTS_PER_REPORT:]
             if self.events:
                 self.wake.set()
-            body = {"servers": self.state(), "events": events}
+            body = {"servers": self.state(), "events": events, **self.identity}
             try:
                 await anyio.to_thread.run_sync(self.client.post, path, body)
             except SelectorUnavailableError as exc:
@@ -231,6 +242,14 @@ class Reporter:
             backoff = 0.5
             self.error = None
             self.sent += 1
+
+
+def _host() -> str:
+    """This machine's name, as the console shows it beside the instance (printable, bounded)."""
+    import socket
+
+    name = "".join(c for c in socket.gethostname() if c.isprintable())
+    return name.strip()[:255]
 
 
 class Gateway:
@@ -265,7 +284,12 @@ class Gateway:
         for upstream in self.upstreams.values():
             upstream.on_connect = self._on_connect
         if self.client.remote:
-            self.reporter = Reporter(self.client, config.agent, self.state)
+            instance, why = pinning.instance_id(config.pins)
+            if why is not None:
+                log.warning("gateway: an instance id for this run only: %s", why)
+            self.reporter = Reporter(
+                self.client, config.agent, self.state, instance=instance, host=_host()
+            )
             for upstream in self.upstreams.values():
                 upstream.on_lost = lambda _: self.reporter.note()  # type: ignore[union-attr]
 
