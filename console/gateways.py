@@ -38,6 +38,8 @@ from console.models import Gateway
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 TOOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,199}$")
+REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_REASONS = 10
 INSTANCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 MAX_HOST = 255
 MAX_SERVERS = 64  # as many as gateway.yaml may name
@@ -163,8 +165,23 @@ def _event(data: Any, path: str, errors: dict) -> dict[str, Any] | None:
             "rule": _text(data.get("rule"), f"{path}.rule", errors, limit=200),
             "session": _text(data.get("session"), f"{path}.session", errors, limit=128),
         }
+    elif kind == "call_refused":
+        _only(data, {"kind", "server", "tool", "reasons", "why", "session"}, path, errors)
+        reasons = data.get("reasons")
+        if (
+            not isinstance(reasons, list)
+            or not 0 < len(reasons) <= MAX_REASONS
+            or not all(isinstance(r, str) and REASON.match(r) for r in reasons)
+        ):
+            errors[f"{path}.reasons"] = [f"a list of at most {MAX_REASONS} reason codes"]
+            reasons = []
+        event = {
+            "reasons": reasons,
+            "why": _text(data.get("why"), f"{path}.why", errors),
+            "session": _text(data.get("session"), f"{path}.session", errors, limit=128),
+        }
     else:
-        errors[f"{path}.kind"] = ["tool_withdrawn or firewall"]
+        errors[f"{path}.kind"] = ["tool_withdrawn, firewall or call_refused"]
         return None
     tool = data.get("tool")
     if not isinstance(tool, str) or not TOOL.match(tool):
@@ -261,6 +278,26 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
                     "why": event["why"],
                     "at": event["at"],
                     "diff": event["diff"],
+                },
+            )
+        elif event["kind"] == "call_refused":
+            # A call the gateway refused before any check (the person's turns it sent could not
+            # be read): no server saw it, and the feed shows it like every refusal.
+            services.event_record(
+                organisation=actor.organisation,
+                source="gateway",
+                decision="refuse",
+                session=event["session"],
+                agent=name,
+                tool=event["tool"],
+                stage="tool_call",
+                verdict=event["reasons"][0][:32],
+                reasons=event["reasons"],
+                detail={
+                    "gateway": name,
+                    "instance": instance,
+                    "server": event["server"],
+                    "why": event["why"],
                 },
             )
         else:

@@ -51,6 +51,7 @@ from stalwart_agents.client import (
 
 from . import catalogue as catalogue_builder
 from . import pins as pinning
+from . import turns as said
 from .config import GatewayConfig
 from .upstream import Upstream
 
@@ -169,6 +170,8 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
+#: Ids of the person's turns remembered as read (a turn sent again under its id is read once).
+MAX_HEARD = 1_000
 #: Events kept for the console while it cannot be reached (the oldest are dropped beyond this).
 MAX_QUEUED = 1_000
 #: Events per report (the console's bound).
@@ -244,6 +247,12 @@ class Reporter:
             self.sent += 1
 
 
+def _safe(text: str, outside: str, limit: int) -> str:
+    """`text` as a name the console's report takes (what a client named may be anything)."""
+    cleaned = re.sub(outside, "_", text)[:limit]
+    return cleaned if cleaned[:1].isalnum() or cleaned[:1] == "_" else ("_" + cleaned)[:limit]
+
+
 def _host() -> str:
     """This machine's name, as the console shows it beside the instance (printable, bounded)."""
     import socket
@@ -278,6 +287,7 @@ class Gateway:
         self.changed: dict[str, list[str]] = {}  # tools withdrawn since start, with the diff
         self.pending: dict[str, Pending] = {}
         self.resources: dict[str, str] = {}  # uri -> server
+        self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
         self._group: Any = None
         self.reporter: Reporter | None = None
@@ -364,10 +374,33 @@ class Gateway:
         names = [tool["name"] for tool in self.catalogue["tools"]]
         self.catalogue["agents"] = {self.config.agent: {"tools": names}}
         try:
-            self.session = self.client.session(self.config.agent, catalogue=self.catalogue)
+            rulebook = self._rulebook()
+        except Refusal as exc:
+            self.session_error = str(exc)
+            log.error("gateway: %s", exc)
+            return
+        try:
+            self.session = self.client.session(
+                self.config.agent, catalogue=self.catalogue, rulebook=rulebook
+            )
         except (SelectorUnavailableError, RequestRefused) as exc:
             self.session_error = f"the tool check cannot answer: {exc}"
             log.error("gateway: %s", self.session_error)
+
+    def _rulebook(self) -> dict[str, Any] | None:
+        """The compiled record of gateway.yaml's `rulebook`, or a `Refusal` saying why not."""
+        path = self.config.rulebook
+        if path is None:
+            return None
+        from rulebooks.compiler.sources import RulebookNotHeld, hold_rulebook
+
+        try:
+            return hold_rulebook(path.read_bytes(), filename=path.name)
+        except OSError as exc:
+            why = f"`{path.name}` cannot be read: {exc.strerror or exc}"
+        except RulebookNotHeld as exc:
+            why = f"`{path.name}`: {exc}"
+        raise Refusal(["rulebook_not_held"], f"the rulebook cannot be held: {why}")
 
     def _pinned(self, server: str) -> list[dict[str, Any]]:
         tools = self.pins.get("servers", {}).get(server, {}).get("tools", {})
@@ -543,22 +576,90 @@ class Gateway:
         input_required: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
+        turns: Any = None,
+        turns_vouched: bool = False,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """One call from the client, decided and (only as decided) forwarded once.
 
         `elicit` asks the person over the client's back-channel (a client that declared
         elicitation, on a connection that has one); `input_required` says the client takes
         an `InputRequiredResult` instead (the 2026-07-28 protocol), retried with its answer in
-        `input_responses` and the `request_state` it was given.
+        `input_responses` and the `request_state` it was given. `turns` is the request's
+        `_meta` `stalwart/turns` as sent (None: not sent), `turns_vouched` whether its transport
+        vouches for the client (stdio, or an HTTP request with the bearer token); see `hear`.
         """
         arguments = dict(arguments or {})
         try:
+            if turns is not None and request_state is None:
+                await self.hear(name, turns, vouched=turns_vouched)
             if request_state is not None:
                 return await self._resume(name, arguments, input_responses, request_state)
             return await self._call(name, arguments, elicit, input_required)
         except Refusal as refused:
             log.info("gateway: %s not made: %s", name, ", ".join(refused.reasons) or refused)
             return error_result(refused.reasons, str(refused))
+
+    # -- the person's turns ---------------------------------------------------------------------
+
+    async def hear(self, name: str, value: Any, *, vouched: bool) -> None:
+        """Hand the person's turns a client sent with a call to the session (`Session.read`, as
+        every door does), before the call is checked; see `turns` for the format.
+
+        Ignored unless gateway.yaml says `turns: from_client` and the transport vouches for the
+        client. A value that cannot be read refuses the call (`turns_invalid`, naming the field),
+        and the refusal is recorded: on stderr as an event, and in the console's feed."""
+        if self.config.turns != "from_client" or not vouched:
+            log.debug("gateway: %s: the client's turns are ignored (turns: off)", name)
+            return
+        try:
+            heard = said.read_turns(value)
+        except said.TurnsInvalid as exc:
+            refused = Refusal(
+                ["turns_invalid"],
+                f"`{name}` was not made: the person's turns cannot be read: {exc}",
+            )
+            self._note_refused(name, refused)
+            raise refused from None
+        session = self.session
+        if session is None:
+            return  # the call is refused next, saying why (`_entry`)
+        new = [turn for turn in heard if turn.id is None or turn.id not in self.heard]
+        async with self._lock:
+            try:
+                for turn in new:
+                    if isinstance(session, LocalSession):
+                        session.read(turn.text)
+                    else:
+                        await anyio.to_thread.run_sync(session.read, turn.text)
+                    if turn.id is not None:
+                        self.heard[turn.id] = None
+            except (SelectorUnavailableError, RequestRefused) as exc:
+                raise Refusal(
+                    ["selector_unavailable"], f"the person's turns cannot be read: {exc}"
+                ) from None
+        while len(self.heard) > MAX_HEARD:
+            self.heard.pop(next(iter(self.heard)))
+
+    def _note_refused(self, name: str, refused: Refusal) -> None:
+        """A call the gateway refused before any check: an event, on stderr and to the console."""
+        event = {
+            "event": "gateway.call_refused",
+            "tool": name,
+            "reasons": refused.reasons,
+            "why": str(refused),
+        }
+        log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
+        if self.reporter is not None:
+            self.reporter.note(
+                {
+                    "kind": "call_refused",
+                    "server": _safe(name.partition(".")[0], r"[^A-Za-z0-9_.-]", 100),
+                    "tool": _safe(name, r"[^A-Za-z0-9_.:/-]", 200),
+                    "reasons": [str(r)[:64] for r in refused.reasons][:10],
+                    "why": str(refused)[:500],
+                    "session": str(getattr(self.session, "id", ""))[:128],
+                }
+            )
 
     def _entry(self, name: str) -> catalogue_builder.Entry | None:
         if self.session is None:

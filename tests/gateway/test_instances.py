@@ -65,9 +65,10 @@ def test_two_gateways_of_one_name_are_two_rows_on_the_page_and_forgetting_one_ke
     one, two, again = anyio.run(run)
     assert one["instance"] != two["instance"]
     assert again == one, "a restarted gateway keeps its instance id"
-    assert pins.instance_path(first.parent / "gateway.pins.json").read_text().strip() == one[
-        "instance"
-    ]
+    assert (
+        pins.instance_path(first.parent / "gateway.pins.json").read_text().strip()
+        == one["instance"]
+    )
     rows = Gateway.objects.filter(organisation=organisation, name="desk")
     assert sorted(rows.values_list("instance", flat=True)) == sorted(
         [one["instance"], two["instance"]]
@@ -97,9 +98,7 @@ def test_the_instance_and_host_of_a_report_are_validated_and_bounded(
     from console import services
     from console.models import Gateway
 
-    _, key = services.api_key_create(
-        actor=actor_for(admin, organisation), name="gw", role="editor"
-    )
+    _, key = services.api_key_create(actor=actor_for(admin, organisation), name="gw", role="editor")
 
     def post(**identity):  # noqa: ANN003, ANN202
         body = {"servers": {}, "events": [], **identity}
