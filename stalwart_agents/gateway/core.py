@@ -43,6 +43,7 @@ from stalwart_agents.client import (
     ApprovalTimeout,
     Check,
     Client,
+    ConnectedSession,
     LocalSession,
     RequestRefused,
     SelectorUnavailableError,
@@ -247,6 +248,27 @@ class Reporter:
             self.sent += 1
 
 
+def console_client(config: GatewayConfig, environ: Mapping[str, str] | None = None) -> Client:
+    """The SDK's client the gateway opens its session with: `STALWART_URL` and `STALWART_API_KEY`
+    (no URL: in this process); against the console, deciding where gateway.yaml's `console.decide`
+    says, else `STALWART_DECIDE` (`local`: in this process from the console's signed bundle,
+    verified with the key in `console.bundle_key_env`, else `STALWART_BUNDLE_KEY`). The same
+    client as `Agent.chat`'s and the framework doors', so the same bundle feed and decision-log
+    spool. A `ValueError` names what is missing (local deciding without a URL or a key)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    bundle_key = None
+    if config.bundle_key_env is not None:
+        bundle_key = env.get(config.bundle_key_env, "")
+        if not bundle_key.strip():
+            raise ValueError(
+                f"console.bundle_key_env: the environment variable `{config.bundle_key_env}` "
+                "holds no bundle key"
+            )
+    return Client(decide=config.decide, bundle_key=bundle_key)
+
+
 def _safe(text: str, outside: str, limit: int) -> str:
     """`text` as a name the console's report takes (what a client named may be anything)."""
     cleaned = re.sub(outside, "_", text)[:limit]
@@ -272,7 +294,8 @@ class Gateway:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
-        self.client = client or Client()
+        self._owns_client = client is None  # closed with the gateway (its feeds and shipper)
+        self.client = client or console_client(config, environ)
         self.upstreams = {
             name: Upstream(server, environ=environ) for name, server in config.servers.items()
         }
@@ -333,6 +356,8 @@ class Gateway:
             await upstream.close()
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(None, None, None)
+        if self._owns_client:
+            self.client.close()
 
     def _load_firewall(self) -> None:
         if self.config.firewall is None:
@@ -802,6 +827,10 @@ class Gateway:
             if not accepted(answer):
                 raise Refusal(reasons, f"`{name}` was not approved: the person said no")
             return self._token(check, name, forwarded)
+        if isinstance(session, ConnectedSession) and check.approval and not input_required:
+            # Decided here from the console's bundle, with no client to ask: the console's queue
+            # answers, and its signed grant is verified before this process signs the token.
+            return await self._queued(session, name, check, reasons)
         if input_required:
             self._expire()
             state = secrets.token_urlsafe(24)
@@ -819,6 +848,19 @@ class Gateway:
             f"`{name}` needs a person's yes and nobody can be asked: the client does not support "
             "elicitation, and no console is set (STALWART_URL)",
         )
+
+    async def _queued(self, session: Session, name: str, check: Check, reasons: list[str]) -> str:
+        """The token of a person's yes in the console's approvals queue, or a `Refusal`."""
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout)
+            )
+        except ApprovalDenied as exc:
+            raise Refusal(reasons, f"`{name}` was not approved: {exc}") from None
+        except ApprovalTimeout as exc:
+            raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
+        except (SelectorUnavailableError, RequestRefused, ValueError) as exc:
+            raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
 
     def asked(self, name: str, arguments: Mapping[str, Any]) -> str:
         """The confirm question in words, as every door asks it, from the server's own
