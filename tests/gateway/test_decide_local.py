@@ -86,24 +86,23 @@ def test_the_gateway_decides_from_the_bundle_and_its_decisions_reach_the_feed_on
                     reason="switched off for the test",
                 )
             )
-            ran = 1  # until the new bundle arrives, a call still runs (and is decided once)
-            with anyio.fail_after(10):
-                while not (await gateway.call_tool("shop.get_order", {"order_id": "A2"})).is_error:
-                    ran += 1
-                    await anyio.sleep(0.1)
-            forwarded = len(calls_of(calls))
-            refused = await gateway.call_tool("shop.get_order", {"order_id": "A3"})
-            assert len(calls_of(calls)) == forwarded, "refused from the bundle: never forwarded"
+            feed = gateway.session.feed
+            with anyio.fail_after(10):  # the switch reaches the gateway with the next bundle
+                while not feed.current().tool_switched("desk", "shop.get_order"):
+                    await anyio.sleep(0.05)
+            refused = await gateway.call_tool("shop.get_order", {"order_id": "A2"})
+            again = await gateway.call_tool("shop.get_order", {"order_id": "A3"})
+            assert again.is_error
             spool = gateway.client.decision_log()
             with anyio.fail_after(20):
                 while spool.pending():
                     await anyio.sleep(0.1)
-            return read, refused, ran, gateway.session.runtime.history.session
+            return read, refused, gateway.session.runtime.history.session
 
-    read, refused, ran, session = anyio.run(run)
+    read, refused, session = anyio.run(run)
     assert not read.is_error, read.content
     assert refused.is_error and "tool_disabled" in refused.content[0].text
-    assert len(calls_of(calls)) == ran and {"order_id": "A3"} not in [c[2] for c in calls_of(calls)]
+    assert [c[2] for c in calls_of(calls)] == [{"order_id": "A1"}], "refused: never forwarded"
     # decided here: the console was never asked to check (no session of its own, no event of
     # its tool check), and what was decided reached its feed from the spool, each decision once
     assert not GuardSession.objects.exists()
@@ -112,12 +111,12 @@ def test_the_gateway_decides_from_the_bundle_and_its_decisions_reach_the_feed_on
         organisation=console["organisation"], source="runtime", session=session, stage="tool_call"
     )
     allowed = [e for e in decided if e.decision == "allow"]
-    assert len(allowed) == ran, [(e.decision, e.reasons) for e in decided]
+    assert len(allowed) == 1, [(e.decision, e.reasons) for e in decided]
     assert {(e.tool, e.agent) for e in allowed} == {("shop.get_order", "desk")}
     refusals = [e for e in decided if e.decision == "refuse"]
     assert [tuple(e.reasons) for e in refusals] == [("tool_disabled",)] * 2
     executed = Event.objects.filter(source="runtime", session=session, stage="execute")
-    assert [(e.tool, e.verdict) for e in executed] == [("shop.get_order", "succeeded")] * ran
+    assert [(e.tool, e.verdict) for e in executed] == [("shop.get_order", "succeeded")]
 
 
 def test_a_bundle_that_does_not_verify_refuses_every_call_naming_why(
@@ -152,3 +151,44 @@ def test_local_deciding_without_a_bundle_key_is_refused_at_start(
     _config(tmp_path, monkeypatch)
     code = cli.main(["gateway", "--config", str(tmp_path / "gateway.yaml")])
     assert code == 1
+
+
+def test_a_confirm_decided_from_the_bundle_waits_in_the_consoles_queue(
+    console, approver, client_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """No client to ask: the confirm is filed in the console's approvals queue, and the call runs
+    once, only after the approver's yes (its signed grant verified here)."""
+    import threading
+
+    from guard.models import ApprovalRequest
+    from stalwart_agents.gateway import Gateway
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+    approvals = client_for(approver)
+
+    def answer() -> None:
+        from django.db import connection
+
+        try:
+            for _ in range(300):
+                pending = ApprovalRequest.objects.filter(status="pending").first()
+                if pending is not None:
+                    approvals.post(f"/v1/approvals/{pending.public_id}/approve")
+                    return
+                threading.Event().wait(0.1)
+        finally:
+            connection.close()
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            yes = threading.Thread(target=answer)
+            yes.start()
+            done = await gateway.call_tool("shop.refund_card", {"order_id": "A7", "amount": 7})
+            yes.join()
+            return done
+
+    done = anyio.run(run)
+    assert not done.is_error, done.content
+    refunds = [arguments for _, tool, arguments in calls_of(calls) if tool == "refund_card"]
+    assert refunds == [{"amount": 7, "order_id": "A7"}]

@@ -254,3 +254,24 @@ def test_against_the_console_turns_are_read_by_its_session_and_a_refusal_is_in_i
     # the console's own check allowed the typed refund (its session read the person's turn)
     allowed = Event.objects.filter(source="toolcheck", tool="shop.refund_card", decision="allow")
     assert allowed.count() >= 1
+
+
+def test_the_turns_value_is_read_strictly_and_each_problem_names_its_field() -> None:
+    from stalwart_agents.gateway.turns import Turn, TurnsInvalid, read_turns
+
+    assert read_turns(["refund 20", {"text": "on A1", "id": "m-2"}]) == [
+        Turn("refund 20"),
+        Turn("on A1", "m-2"),
+    ]
+    for bad, where in (
+        ({"text": "x"}, "_meta.stalwart/turns"),
+        ([{"id": "m-1"}], "_meta.stalwart/turns[0].text"),
+        ([{"text": "x", "id": 7}], "_meta.stalwart/turns[0].id"),
+        ([{"text": "x", "id": "a\nb"}], "_meta.stalwart/turns[0].id"),
+        (["   "], "_meta.stalwart/turns[0]"),
+        (["ok", 3], "_meta.stalwart/turns[1]"),
+        (["x" * 8_000] * 5, "_meta.stalwart/turns"),
+    ):
+        with pytest.raises(TurnsInvalid) as caught:
+            read_turns(bad)
+        assert caught.value.path == where, (bad, caught.value)
