@@ -1,9 +1,13 @@
 """The gateway's one path for a `tools/call`: the session's tool check, the firewall, a person, once.
 
 The gateway is a door: it opens one SDK session (`stalwart_agents.Client().session`, in this
-process or against the console with `STALWART_URL`) over the catalogue built from the servers,
+process, or against the console with `STALWART_URL`: decided there, or here from its signed bundle
+with `STALWART_DECIDE=local`; see `console_client`) over the catalogue built from the servers,
 and every call the client makes takes this path:
 
+0. the person's turns the client sent with the call (`_meta` `stalwart/turns`), where gateway.yaml
+   trusts them (`turns: from_client`), read by the session as every door hands them on (`hear`);
+   a value that cannot be read refuses the call;
 1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
    otherwise the call is refused, or answered with why it cannot be made;
 2. `session.check_tool_call`: `refuse` ends it, with the reasons;

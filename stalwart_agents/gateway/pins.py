@@ -12,6 +12,9 @@ next to gateway.yaml, the definitions and digests of every tool each server list
 A tool the pins do not hold (a server never approved, a tool added since) or whose digest differs
 (a "rug pull": its description or schema changed) is withdrawn until it is approved again; `diff`
 says what changed, line by line, for the event.
+
+Beside the pins the gateway keeps its instance id (`gateway.pins.instance`, made once): what tells
+the console two gateways of one name apart.
 """
 
 from __future__ import annotations

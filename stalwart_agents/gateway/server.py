@@ -3,8 +3,8 @@
 A thin adapter: each request is handed to `core.Gateway`, which decides. The person's turns a
 client sends with a call (`_meta` `stalwart/turns`, see `turns`) are handed on with whether the
 transport vouches for the client: over stdio it is the process that started the gateway; over
-HTTP only a request `BearerOnly` let in (it marks the request's scope) is vouched for. A confirm is asked
-through elicitation in the client's era: on a handshake-era connection (`initialize`) with a
+HTTP only a request `BearerOnly` let in (it marks the request's scope) is vouched for. A confirm
+is asked through elicitation in the client's era: on a handshake-era connection (`initialize`) with a
 back-channel, as an `elicitation/create` request the gateway sends; on a 2026-07-28 connection,
 as an `InputRequiredResult` the client answers by calling again (SEP-2322). A client that did
 not declare elicitation is never asked this way.
