@@ -1,8 +1,10 @@
 """The person's turns a client sends with a `tools/call`: the `_meta` entry `stalwart/turns`.
 
 MCP carries no conversation, so a client that holds the person's messages may send them with
-each call, under the request's `_meta` (a key of the MCP rules: the prefix `stalwart/`, one
-label; no `io.modelcontextprotocol`-style reserved prefix):
+each call, under the request's `_meta`. The key follows MCP's rules for `_meta` names: a prefix
+of labels (here the one label `stalwart`) and a slash, then a name; it is outside the prefixes MCP
+reserves (a second label `modelcontextprotocol` or `mcp`). The rules say a prefix SHOULD be reverse
+DNS; the project owns no domain to reverse, so the bare label stands rather than a borrowed one:
 
     {"method": "tools/call",
      "params": {"name": "shop.refund_card", "arguments": {"order_id": "A1", "amount": 20},
