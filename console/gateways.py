@@ -7,7 +7,12 @@ gateway's own firewall file decided. The report is validated and bounded here (`
 every problem is named by its field path. The tool check's decisions need no report: the
 gateway's session is the console's, and the sessions API records them as it does for every door.
 
-Every role may read the Gateways page and `GET /v1/gateways`; only an admin may forget a gateway.
+A gateway is known by its name (its `agent:`) and its instance (`instance`, the id it keeps beside
+its pins file, with `host`, the machine it runs on): two gateways of one name are two rows, each
+reported, shown and forgotten on its own.
+
+Every role may read the Gateways page and `GET /v1/gateways`; only an admin may forget a gateway
+instance.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ from console.models import Gateway
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 TOOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,199}$")
+REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_REASONS = 10
+INSTANCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+MAX_HOST = 255
 MAX_SERVERS = 64  # as many as gateway.yaml may name
 MAX_TOOLS = 500
 MAX_EVENTS = 100
@@ -156,8 +165,23 @@ def _event(data: Any, path: str, errors: dict) -> dict[str, Any] | None:
             "rule": _text(data.get("rule"), f"{path}.rule", errors, limit=200),
             "session": _text(data.get("session"), f"{path}.session", errors, limit=128),
         }
+    elif kind == "call_refused":
+        _only(data, {"kind", "server", "tool", "reasons", "why", "session"}, path, errors)
+        reasons = data.get("reasons")
+        if (
+            not isinstance(reasons, list)
+            or not 0 < len(reasons) <= MAX_REASONS
+            or not all(isinstance(r, str) and REASON.match(r) for r in reasons)
+        ):
+            errors[f"{path}.reasons"] = [f"a list of at most {MAX_REASONS} reason codes"]
+            reasons = []
+        event = {
+            "reasons": reasons,
+            "why": _text(data.get("why"), f"{path}.why", errors),
+            "session": _text(data.get("session"), f"{path}.session", errors, limit=128),
+        }
     else:
-        errors[f"{path}.kind"] = ["tool_withdrawn or firewall"]
+        errors[f"{path}.kind"] = ["tool_withdrawn, firewall or call_refused"]
         return None
     tool = data.get("tool")
     if not isinstance(tool, str) or not TOOL.match(tool):
@@ -168,12 +192,27 @@ def _event(data: Any, path: str, errors: dict) -> dict[str, Any] | None:
     return {"kind": kind, "tool": tool, "server": server, **event}
 
 
-def read_report(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The servers and events of a report, or `ReportInvalid` naming every problem's path."""
+def _instance(data: dict, errors: dict) -> tuple[str, str]:
+    """The report's instance id and host (both `""` from a gateway before instances)."""
+    instance = data.get("instance", "")
+    if instance != "" and (not isinstance(instance, str) or not INSTANCE.match(instance)):
+        errors["instance"] = ["an instance id (letters, digits, _ . : -, at most 64)"]
+        instance = ""
+    host = data.get("host", "")
+    if not isinstance(host, str) or len(host) > MAX_HOST or not host.isprintable():
+        errors["host"] = [f"a host name: printable text of at most {MAX_HOST} characters"]
+        host = ""
+    return instance, host.strip()
+
+
+def read_report(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[str, str]]:
+    """The servers, events and (instance, host) of a report, or `ReportInvalid` naming every
+    problem's path."""
     errors: dict[str, list[str]] = {}
     if not isinstance(data, dict):
         raise ReportInvalid({"non_field_errors": ["the body must be a JSON object"]})
-    _only(data, {"servers", "events"}, "", errors)
+    _only(data, {"servers", "events", "instance", "host"}, "", errors)
+    identity = _instance(data, errors)
     servers = data.get("servers")
     if not isinstance(servers, dict) or len(servers) > MAX_SERVERS:
         errors["servers"] = [f"must map at most {MAX_SERVERS} server names to their state"]
@@ -193,26 +232,34 @@ def read_report(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     found = [_event(event, f"events[{i}]", errors) for i, event in enumerate(events)]
     if errors:
         raise ReportInvalid(errors)
-    return read, [event for event in found if event is not None]
+    return read, [event for event in found if event is not None], identity
 
 
 @transaction.atomic
 def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
-    """Record what a gateway reports: its servers and tools as they are now, and its events."""
+    """Record what a gateway instance reports: its servers and tools as they are now, and its
+    events (one row per organisation, name and instance)."""
     if not NAME.match(name):
         raise ReportInvalid({"name": ["a gateway's name (letters, digits, _ . -, at most 100)"]})
-    servers, events = read_report(data)
+    servers, events, (instance, host) = read_report(data)
     now = timezone.now()
     gateway, created = Gateway.objects.select_for_update().get_or_create(
         organisation=actor.organisation,
         name=name,
-        defaults={"servers": servers, "reported_by": actor.label[:200], "reported_at": now},
+        instance=instance,
+        defaults={
+            "servers": servers,
+            "host": host,
+            "reported_by": actor.label[:200],
+            "reported_at": now,
+        },
     )
     if not created:
         gateway.servers = servers
+        gateway.host = host
         gateway.reported_by = actor.label[:200]
         gateway.reported_at = now
-        gateway.save(update_fields=["servers", "reported_by", "reported_at"])
+        gateway.save(update_fields=["servers", "host", "reported_by", "reported_at"])
     for event in events:
         if event["kind"] == "tool_withdrawn":
             services.event_record(
@@ -226,10 +273,31 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
                 reasons=["withdrawn", event["why"]],
                 detail={
                     "gateway": name,
+                    "instance": instance,
                     "server": event["server"],
                     "why": event["why"],
                     "at": event["at"],
                     "diff": event["diff"],
+                },
+            )
+        elif event["kind"] == "call_refused":
+            # A call the gateway refused before any check (the person's turns it sent could not
+            # be read): no server saw it, and the feed shows it like every refusal.
+            services.event_record(
+                organisation=actor.organisation,
+                source="gateway",
+                decision="refuse",
+                session=event["session"],
+                agent=name,
+                tool=event["tool"],
+                stage="tool_call",
+                verdict=event["reasons"][0][:32],
+                reasons=event["reasons"],
+                detail={
+                    "gateway": name,
+                    "instance": instance,
+                    "server": event["server"],
+                    "why": event["why"],
                 },
             )
         else:
@@ -244,7 +312,7 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
                 verdict=event["verdict"],
                 reasons=[f"firewall: {event['rule']}"] if event["rule"] else [],
                 rule=event["rule"],
-                detail={"gateway": name, "server": event["server"]},
+                detail={"gateway": name, "instance": instance, "server": event["server"]},
             )
     return gateway
 
@@ -257,7 +325,11 @@ def gateway_forget(*, actor, gateway: Gateway) -> None:  # noqa: ANN001
         action="gateway.delete",
         object_type="gateway",
         object_id=gateway.pk,
-        changes={"name": {"old": gateway.name, "new": None}},
+        changes={
+            "name": {"old": gateway.name, "new": None},
+            "instance": {"old": gateway.instance, "new": None},
+            "host": {"old": gateway.host, "new": None},
+        },
     )
     gateway.delete()
 
@@ -266,6 +338,8 @@ def as_dict(gateway: Gateway) -> dict[str, Any]:
     return {
         "id": gateway.pk,
         "name": gateway.name,
+        "instance": gateway.instance,
+        "host": gateway.host,
         "servers": gateway.servers,
         "reported_by": gateway.reported_by,
         "first_reported_at": gateway.first_reported_at.isoformat(),
@@ -336,7 +410,7 @@ def gateway_forget_view(request: HttpRequest, gateway_id: int) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "gateways.manage")
     gateway = get_object_for_actor(Gateway, actor, pk=gateway_id)
-    name = gateway.name
+    name = gateway.name + (f" ({gateway.instance})" if gateway.instance else "")
     gateway_forget(actor=actor, gateway=gateway)
     messages.success(request, f"Gateway `{name}` forgotten until it reports again.")
     return redirect("gateways")

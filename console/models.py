@@ -445,21 +445,28 @@ class Gateway(models.Model):
     `servers` is what the gateway sends at start and on every change, validated and bounded by
     `console.gateways.read_report`: `{server: {"state": "connected" | "down", "error": str,
     "tools": [{"name", "digest", "kind", "status": "pinned" | "withdrawn", "why", "diff"}]}}`.
+    One row per running gateway: two gateways of one `name` (one agent, two machines or two
+    folders) are told apart by `instance`, the id each keeps beside its pins file, and `host`,
+    the machine it said it runs on (`""` for a gateway from before instances).
     """
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="gateways"
     )
     name = models.CharField(max_length=100)
+    instance = models.CharField(max_length=64, blank=True, default="")
+    host = models.CharField(max_length=255, blank=True, default="")
     servers = models.JSONField(default=dict)
     reported_by = models.CharField(max_length=200, blank=True)
     first_reported_at = models.DateTimeField(default=timezone.now)
     reported_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "instance"]
         constraints = [
-            models.UniqueConstraint(fields=["organisation", "name"], name="one_gateway_per_name")
+            models.UniqueConstraint(
+                fields=["organisation", "name", "instance"], name="one_gateway_per_instance"
+            )
         ]
 
     def __str__(self) -> str:

@@ -71,8 +71,15 @@ def _serve(args: argparse.Namespace) -> int:
         if not token.strip():
             raise InputError(f"the environment variable `{variable}` holds no bearer token")
 
+    from stalwart_agents.gateway.core import console_client
+
+    try:
+        client = console_client(config)
+    except ValueError as exc:
+        raise InputError(f"the gateway cannot reach the console as configured: {exc}") from None
+
     async def main() -> None:
-        async with Gateway(config) as gateway:
+        async with Gateway(config, client=client) as gateway:
             if args.http:
                 await serve_http(gateway, host=args.host, port=args.port, token=token)
             else:

@@ -27,7 +27,9 @@ begins with each turn the person says (`read`) or with `begin_run()`.
 
 **Decision logs**: a session given a `sink` hands it one record per decision (`check_call`) and
 one per call that ran (`run_allowed`), as a plain JSON dict redacted through the one credential
-table (see `decision_record`). A sink that raises changes no decision: the record is kept on the
+table (see `decision_record`). A door that checks a call and then executes it (the MCP gateway,
+which asks its firewall in between) makes one decision, not two: the executor's check of the
+same call at the same point of the history, with the same answer, is not logged again. A sink that raises changes no decision: the record is kept on the
 session (`unlogged`) and handed again, in order, before the next one (a durable sink is
 `stalwart_agents.spool.Spool`).
 
@@ -651,6 +653,9 @@ class RuntimeSession:
         self._sequence = itertools.count(1)
         self.unlogged: list[dict[str, Any]] = []
         self.unlogged_dropped = 0
+        # The last decision logged: (call, history length, answer, reasons), so the executor's
+        # check right after a door's own check of the same call is one decision in the logs.
+        self._decided: tuple[Any, ...] | None = None
 
     # -- what the person said ------------------------------------------------------------------
 
@@ -710,12 +715,14 @@ class RuntimeSession:
         turns: Sequence[str] | None = None,
         cost: Any = None,
         run: Mapping[str, Any] | None = None,
+        rechecked: bool = False,
     ) -> Decision:
         """Decide a call (a tool-call mapping): the one place every door's check goes through.
 
         `turns` stands in for the person's turns (the undo's compensations, which the runtime
         sends on its own, are read against none); `run` the framework's run and thread ids
-        (`framework_ids`), shown in the decision's `detail.run`."""
+        (`framework_ids`), shown in the decision's `detail.run`. `rechecked`: the executor's
+        check before it runs the call, logged only where it is not the decision just logged."""
         ids = framework_ids(run)
         call = dict(call)
         if self.agent:
@@ -749,7 +756,10 @@ class RuntimeSession:
                 decision.rule,
             )
         if self.sink is not None:
-            self._log("decision", call, decision)
+            decided = (call, len(self.history), decision.decision, decision.reasons)
+            if not (rechecked and decided == self._decided):
+                self._log("decision", call, decision)
+            self._decided = decided
         return decision
 
     # -- decision logs -------------------------------------------------------------------------
@@ -962,7 +972,7 @@ class RuntimeSession:
         """The call and its decision, with the outcome when it is not to run (refused, confirm)."""
         call = self.call_of(tool, arguments, **given)
         options = {k: given[k] for k in OPTIONS if k in given}
-        decision = self.check_call(call, **options)
+        decision = self.check_call(call, rechecked=True, **options)
         if decision.decision == REFUSE:
             kind = (
                 "REJECTED"

@@ -2,9 +2,17 @@
 
     agent: desk                         # the agent the gateway's sessions are checked as
     firewall: ./firewall.json           # optional: a firewall policy, evaluated at `tool_call`
+    rulebook: ./desk_rules.csv          # optional: the rulebook the session runs under (a rule
+                                        # sheet or Colang; tools named `<server>.<tool>`)
     pins: ./gateway.pins.json           # optional: where `stalwart gateway approve` writes
     approval_timeout: 300               # seconds a call waits for the console's approvers
     http_token_env: GATEWAY_TOKEN       # --http: the variable holding the clients' bearer token
+    turns: from_client                  # trust the person's turns the client sends (`_meta`
+                                        # `stalwart/turns`); default `off`: ignored
+    console:                            # with STALWART_URL: where each call is decided
+      decide: local                     # `console` (each check a request) or `local` (in this
+      bundle_key_env: STALWART_BUNDLE_KEY  # process, from the console's signed bundle; the
+                                        # variable holding the organisation's public key)
     servers:
       shop:                             # tools are `shop.<tool>` to the client and the rules
         command: python                 # stdio: a command the gateway starts ...
@@ -51,7 +59,22 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 REFERENCE = re.compile(r"\$\{([^}]*)\}")
 KINDS = ("read", "write", "sends_out")
 
-TOP_KEYS = frozenset({"agent", "firewall", "pins", "approval_timeout", "http_token_env", "servers"})
+TOP_KEYS = frozenset(
+    {
+        "agent",
+        "firewall",
+        "rulebook",
+        "pins",
+        "approval_timeout",
+        "http_token_env",
+        "turns",
+        "console",
+        "servers",
+    }
+)
+TURNS = ("off", "from_client")
+CONSOLE_KEYS = frozenset({"decide", "bundle_key_env"})
+DECIDE = ("console", "local")
 SERVER_KEYS = frozenset(
     {
         "command",
@@ -157,10 +180,20 @@ class GatewayConfig:
     agent: str
     servers: Mapping[str, ServerConfig]
     firewall: Path | None = None
+    #: The rulebook the gateway's session runs under (its gate may `allow` a write outright).
+    rulebook: Path | None = None
     pins: Path = Path("gateway.pins.json")
     approval_timeout: float = 300.0
     #: The environment variable that holds the bearer token `--http` clients must send.
     http_token_env: str | None = None
+    #: `from_client`: the person's turns a client sends (`_meta` `stalwart/turns`) are read by
+    #: the session; `off` (the default): they are ignored.
+    turns: str = "off"
+    #: Where calls are decided against the console (`console`, `local`); None: as the
+    #: environment says (`STALWART_DECIDE`, default `console`).
+    decide: str | None = None
+    #: The environment variable holding the bundle's public key (None: `STALWART_BUNDLE_KEY`).
+    bundle_key_env: str | None = None
 
 
 def _lines(text: str) -> dict[str, int]:
@@ -501,6 +534,12 @@ def read_config(
         firewall = (base / name).resolve()
         if not firewall.is_file():
             reader.problem("firewall", f"the policy `{name}` does not exist")
+    rulebook = None
+    named = reader.text(raw.get("rulebook"), "rulebook")
+    if named is not None:
+        rulebook = (base / named).resolve()
+        if not rulebook.is_file():
+            reader.problem("rulebook", f"the rulebook `{named}` does not exist")
     pins_name = reader.text(raw.get("pins"), "pins")
     stem = path.stem if path is not None else "gateway"
     pins = (base / (pins_name or f"{stem}.pins.json")).resolve()
@@ -516,6 +555,13 @@ def read_config(
     if token_env is not None and (not isinstance(token_env, str) or not ENV_NAME.match(token_env)):
         reader.problem("http_token_env", "must name an environment variable (letters, digits, _)")
         token_env = None
+    turns = raw.get("turns", "off")
+    if turns is False:  # YAML reads a bare `off` as false
+        turns = "off"
+    if turns not in TURNS:
+        reader.problem("turns", f"must be `off` or `from_client`, not `{turns}`")
+        turns = "off"
+    decide, bundle_key_env = _console(raw.get("console"), reader)
     servers_raw = raw.get("servers")
     servers: dict[str, ServerConfig] = {}
     if not isinstance(servers_raw, Mapping) or not servers_raw:
@@ -538,10 +584,36 @@ def read_config(
         agent=agent,
         servers=servers,
         firewall=firewall,
+        rulebook=rulebook,
         pins=pins,
         approval_timeout=float(timeout),
         http_token_env=token_env,
+        turns=turns,
+        decide=decide,
+        bundle_key_env=bundle_key_env,
     )
+
+
+def _console(raw: Any, reader: _Reader) -> tuple[str | None, str | None]:
+    """The `console:` section: `decide` and `bundle_key_env` (both optional)."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, Mapping):
+        reader.problem("console", "must be a mapping with `decide` and `bundle_key_env`")
+        return None, None
+    for key in sorted(set(raw) - CONSOLE_KEYS, key=str):
+        reader.problem(f"console.{key}", "is not a field of the console section")
+    decide = raw.get("decide")
+    if decide is not None and decide not in DECIDE:
+        reader.problem("console.decide", f"must be `console` or `local`, not `{decide}`")
+        decide = None
+    variable = raw.get("bundle_key_env")
+    if variable is not None and (not isinstance(variable, str) or not ENV_NAME.match(variable)):
+        reader.problem(
+            "console.bundle_key_env", "must name an environment variable (letters, digits, _)"
+        )
+        variable = None
+    return decide, variable
 
 
 class MissingVariable(Exception):

@@ -1,9 +1,13 @@
 """The gateway's one path for a `tools/call`: the session's tool check, the firewall, a person, once.
 
 The gateway is a door: it opens one SDK session (`stalwart_agents.Client().session`, in this
-process or against the console with `STALWART_URL`) over the catalogue built from the servers,
+process, or against the console with `STALWART_URL`: decided there, or here from its signed bundle
+with `STALWART_DECIDE=local`; see `console_client`) over the catalogue built from the servers,
 and every call the client makes takes this path:
 
+0. the person's turns the client sent with the call (`_meta` `stalwart/turns`), where gateway.yaml
+   trusts them (`turns: from_client`), read by the session as every door hands them on (`hear`);
+   a value that cannot be read refuses the call;
 1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
    otherwise the call is refused, or answered with why it cannot be made;
 2. `session.check_tool_call`: `refuse` ends it, with the reasons;
@@ -43,6 +47,7 @@ from stalwart_agents.client import (
     ApprovalTimeout,
     Check,
     Client,
+    ConnectedSession,
     LocalSession,
     RequestRefused,
     SelectorUnavailableError,
@@ -51,6 +56,7 @@ from stalwart_agents.client import (
 
 from . import catalogue as catalogue_builder
 from . import pins as pinning
+from . import turns as said
 from .config import GatewayConfig
 from .upstream import Upstream
 
@@ -169,6 +175,8 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
+#: Ids of the person's turns remembered as read (a turn sent again under its id is read once).
+MAX_HEARD = 1_000
 #: Events kept for the console while it cannot be reached (the oldest are dropped beyond this).
 MAX_QUEUED = 1_000
 #: Events per report (the console's bound).
@@ -186,10 +194,21 @@ class Reporter:
     diff; a call its firewall file decided). Sent from a task of its own, never on a call's path;
     a console that cannot answer is retried with backoff, and a report it refuses is logged."""
 
-    def __init__(self, client: Client, name: str, state: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        state: Callable[[], dict[str, Any]],
+        *,
+        instance: str = "",
+        host: str = "",
+    ) -> None:
         self.client = client
         self.name = name
         self.state = state
+        # Who this gateway is among those of its name: sent with every report (one console row
+        # per organisation, name and instance).
+        self.identity = {"instance": instance, "host": host}
         self.events: list[dict[str, Any]] = []
         self.wake = anyio.Event()
         self.sent = 0  # reports the console accepted
@@ -212,7 +231,7 @@ class Reporter:
             events, self.events = self.events[:EVENTS_PER_REPORT], self.events[EVENTS_PER_REPORT:]
             if self.events:
                 self.wake.set()
-            body = {"servers": self.state(), "events": events}
+            body = {"servers": self.state(), "events": events, **self.identity}
             try:
                 await anyio.to_thread.run_sync(self.client.post, path, body)
             except SelectorUnavailableError as exc:
@@ -233,6 +252,41 @@ class Reporter:
             self.sent += 1
 
 
+def console_client(config: GatewayConfig, environ: Mapping[str, str] | None = None) -> Client:
+    """The SDK's client the gateway opens its session with: `STALWART_URL` and `STALWART_API_KEY`
+    (no URL: in this process); against the console, deciding where gateway.yaml's `console.decide`
+    says, else `STALWART_DECIDE` (`local`: in this process from the console's signed bundle,
+    verified with the key in `console.bundle_key_env`, else `STALWART_BUNDLE_KEY`). The same
+    client as `Agent.chat`'s and the framework doors', so the same bundle feed and decision-log
+    spool. A `ValueError` names what is missing (local deciding without a URL or a key)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    bundle_key = None
+    if config.bundle_key_env is not None:
+        bundle_key = env.get(config.bundle_key_env, "")
+        if not bundle_key.strip():
+            raise ValueError(
+                f"console.bundle_key_env: the environment variable `{config.bundle_key_env}` "
+                "holds no bundle key"
+            )
+    return Client(decide=config.decide, bundle_key=bundle_key)
+
+
+def _safe(text: str, outside: str, limit: int) -> str:
+    """`text` as a name the console's report takes (what a client named may be anything)."""
+    cleaned = re.sub(outside, "_", text)[:limit]
+    return cleaned if cleaned[:1].isalnum() or cleaned[:1] == "_" else ("_" + cleaned)[:limit]
+
+
+def _host() -> str:
+    """This machine's name, as the console shows it beside the instance (printable, bounded)."""
+    import socket
+
+    name = "".join(c for c in socket.gethostname() if c.isprintable())
+    return name.strip()[:255]
+
+
 class Gateway:
     """Upstream servers, the catalogue from them, one session, and the path every call takes."""
 
@@ -244,7 +298,8 @@ class Gateway:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
-        self.client = client or Client()
+        self._owns_client = client is None  # closed with the gateway (its feeds and shipper)
+        self.client = client or console_client(config, environ)
         self.upstreams = {
             name: Upstream(server, environ=environ) for name, server in config.servers.items()
         }
@@ -259,13 +314,19 @@ class Gateway:
         self.changed: dict[str, list[str]] = {}  # tools withdrawn since start, with the diff
         self.pending: dict[str, Pending] = {}
         self.resources: dict[str, str] = {}  # uri -> server
+        self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
         self._group: Any = None
         self.reporter: Reporter | None = None
         for upstream in self.upstreams.values():
             upstream.on_connect = self._on_connect
         if self.client.remote:
-            self.reporter = Reporter(self.client, config.agent, self.state)
+            instance, why = pinning.instance_id(config.pins)
+            if why is not None:
+                log.warning("gateway: an instance id for this run only: %s", why)
+            self.reporter = Reporter(
+                self.client, config.agent, self.state, instance=instance, host=_host()
+            )
             for upstream in self.upstreams.values():
                 upstream.on_lost = lambda _: self.reporter.note()  # type: ignore[union-attr]
 
@@ -299,6 +360,8 @@ class Gateway:
             await upstream.close()
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(None, None, None)
+        if self._owns_client:
+            self.client.close()
 
     def _load_firewall(self) -> None:
         if self.config.firewall is None:
@@ -340,10 +403,33 @@ class Gateway:
         names = [tool["name"] for tool in self.catalogue["tools"]]
         self.catalogue["agents"] = {self.config.agent: {"tools": names}}
         try:
-            self.session = self.client.session(self.config.agent, catalogue=self.catalogue)
+            rulebook = self._rulebook()
+        except Refusal as exc:
+            self.session_error = str(exc)
+            log.error("gateway: %s", exc)
+            return
+        try:
+            self.session = self.client.session(
+                self.config.agent, catalogue=self.catalogue, rulebook=rulebook
+            )
         except (SelectorUnavailableError, RequestRefused) as exc:
             self.session_error = f"the tool check cannot answer: {exc}"
             log.error("gateway: %s", self.session_error)
+
+    def _rulebook(self) -> dict[str, Any] | None:
+        """The compiled record of gateway.yaml's `rulebook`, or a `Refusal` saying why not."""
+        path = self.config.rulebook
+        if path is None:
+            return None
+        from rulebooks.compiler.sources import RulebookNotHeld, hold_rulebook
+
+        try:
+            return hold_rulebook(path.read_bytes(), filename=path.name)
+        except OSError as exc:
+            why = f"`{path.name}` cannot be read: {exc.strerror or exc}"
+        except RulebookNotHeld as exc:
+            why = f"`{path.name}`: {exc}"
+        raise Refusal(["rulebook_not_held"], f"the rulebook cannot be held: {why}")
 
     def _pinned(self, server: str) -> list[dict[str, Any]]:
         tools = self.pins.get("servers", {}).get(server, {}).get("tools", {})
@@ -519,22 +605,90 @@ class Gateway:
         input_required: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
+        turns: Any = None,
+        turns_vouched: bool = False,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """One call from the client, decided and (only as decided) forwarded once.
 
         `elicit` asks the person over the client's back-channel (a client that declared
         elicitation, on a connection that has one); `input_required` says the client takes
         an `InputRequiredResult` instead (the 2026-07-28 protocol), retried with its answer in
-        `input_responses` and the `request_state` it was given.
+        `input_responses` and the `request_state` it was given. `turns` is the request's
+        `_meta` `stalwart/turns` as sent (None: not sent), `turns_vouched` whether its transport
+        vouches for the client (stdio, or an HTTP request with the bearer token); see `hear`.
         """
         arguments = dict(arguments or {})
         try:
+            if turns is not None and request_state is None:
+                await self.hear(name, turns, vouched=turns_vouched)
             if request_state is not None:
                 return await self._resume(name, arguments, input_responses, request_state)
             return await self._call(name, arguments, elicit, input_required)
         except Refusal as refused:
             log.info("gateway: %s not made: %s", name, ", ".join(refused.reasons) or refused)
             return error_result(refused.reasons, str(refused))
+
+    # -- the person's turns ---------------------------------------------------------------------
+
+    async def hear(self, name: str, value: Any, *, vouched: bool) -> None:
+        """Hand the person's turns a client sent with a call to the session (`Session.read`, as
+        every door does), before the call is checked; see `turns` for the format.
+
+        Ignored unless gateway.yaml says `turns: from_client` and the transport vouches for the
+        client. A value that cannot be read refuses the call (`turns_invalid`, naming the field),
+        and the refusal is recorded: on stderr as an event, and in the console's feed."""
+        if self.config.turns != "from_client" or not vouched:
+            log.debug("gateway: %s: the client's turns are ignored (turns: off)", name)
+            return
+        try:
+            heard = said.read_turns(value)
+        except said.TurnsInvalid as exc:
+            refused = Refusal(
+                ["turns_invalid"],
+                f"`{name}` was not made: the person's turns cannot be read: {exc}",
+            )
+            self._note_refused(name, refused)
+            raise refused from None
+        session = self.session
+        if session is None:
+            return  # the call is refused next, saying why (`_entry`)
+        new = [turn for turn in heard if turn.id is None or turn.id not in self.heard]
+        async with self._lock:
+            try:
+                for turn in new:
+                    if isinstance(session, LocalSession):
+                        session.read(turn.text)
+                    else:
+                        await anyio.to_thread.run_sync(session.read, turn.text)
+                    if turn.id is not None:
+                        self.heard[turn.id] = None
+            except (SelectorUnavailableError, RequestRefused) as exc:
+                raise Refusal(
+                    ["selector_unavailable"], f"the person's turns cannot be read: {exc}"
+                ) from None
+        while len(self.heard) > MAX_HEARD:
+            self.heard.pop(next(iter(self.heard)))
+
+    def _note_refused(self, name: str, refused: Refusal) -> None:
+        """A call the gateway refused before any check: an event, on stderr and to the console."""
+        event = {
+            "event": "gateway.call_refused",
+            "tool": name,
+            "reasons": refused.reasons,
+            "why": str(refused),
+        }
+        log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
+        if self.reporter is not None:
+            self.reporter.note(
+                {
+                    "kind": "call_refused",
+                    "server": _safe(name.partition(".")[0], r"[^A-Za-z0-9_.-]", 100),
+                    "tool": _safe(name, r"[^A-Za-z0-9_.:/-]", 200),
+                    "reasons": [str(r)[:64] for r in refused.reasons][:10],
+                    "why": str(refused)[:500],
+                    "session": str(getattr(self.session, "id", ""))[:128],
+                }
+            )
 
     def _entry(self, name: str) -> catalogue_builder.Entry | None:
         if self.session is None:
@@ -677,6 +831,10 @@ class Gateway:
             if not accepted(answer):
                 raise Refusal(reasons, f"`{name}` was not approved: the person said no")
             return self._token(check, name, forwarded)
+        if isinstance(session, ConnectedSession) and check.approval and not input_required:
+            # Decided here from the console's bundle, with no client to ask: the console's queue
+            # answers, and its signed grant is verified before this process signs the token.
+            return await self._queued(session, name, check, reasons)
         if input_required:
             self._expire()
             state = secrets.token_urlsafe(24)
@@ -694,6 +852,19 @@ class Gateway:
             f"`{name}` needs a person's yes and nobody can be asked: the client does not support "
             "elicitation, and no console is set (STALWART_URL)",
         )
+
+    async def _queued(self, session: Session, name: str, check: Check, reasons: list[str]) -> str:
+        """The token of a person's yes in the console's approvals queue, or a `Refusal`."""
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout)
+            )
+        except ApprovalDenied as exc:
+            raise Refusal(reasons, f"`{name}` was not approved: {exc}") from None
+        except ApprovalTimeout as exc:
+            raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
+        except (SelectorUnavailableError, RequestRefused, ValueError) as exc:
+            raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
 
     def asked(self, name: str, arguments: Mapping[str, Any]) -> str:
         """The confirm question in words, as every door asks it, from the server's own

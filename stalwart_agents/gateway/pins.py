@@ -12,6 +12,9 @@ next to gateway.yaml, the definitions and digests of every tool each server list
 A tool the pins do not hold (a server never approved, a tool added since) or whose digest differs
 (a "rug pull": its description or schema changed) is withdrawn until it is approved again; `diff`
 says what changed, line by line, for the event.
+
+Beside the pins the gateway keeps its instance id (`gateway.pins.instance`, made once): what tells
+the console two gateways of one name apart.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -126,3 +130,46 @@ def diff(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[str
     old = json.dumps(before or {}, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     new = json.dumps(after, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     return list(difflib.unified_diff(old, new, "approved", "now", lineterm="", n=1))[:200]
+
+
+INSTANCE = re.compile(r"^gw-[0-9a-f]{32}$")
+
+
+def instance_path(pins: Path) -> Path:
+    """Where a gateway's instance id is kept: beside its pins file (`gateway.pins.instance`)."""
+    return pins.with_name(pins.stem + ".instance")
+
+
+def instance_id(pins: Path) -> tuple[str, str | None]:
+    """This gateway's instance id, created once beside its pins file and read from there after,
+    so two gateways of one name are told apart by the console (and one gateway keeps its row
+    across restarts). A folder that cannot hold it gets an id for this run only, and says why."""
+    path = instance_path(pins)
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        found = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        return _new_instance(), f"`{path.name}` cannot be read: {exc}"
+    if INSTANCE.match(found):
+        return found, None
+    made = _new_instance()
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        # Another start of this gateway wrote it meanwhile, or it holds no id: read it once more.
+        again = path.read_text(encoding="utf-8", errors="replace").strip()
+        if INSTANCE.match(again):
+            return again, None
+        return made, f"`{path.name}` does not hold an instance id (remove it to make one)"
+    except OSError as exc:
+        return made, f"`{path.name}` cannot be written: {exc.strerror or exc}"
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(made + "\n")
+    return made, None
+
+
+def _new_instance() -> str:
+    import secrets
+
+    return "gw-" + secrets.token_hex(16)

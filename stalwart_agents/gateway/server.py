@@ -1,7 +1,10 @@
 """The gateway as an MCP server to the client, over stdio or streamable HTTP (the `mcp` SDK's).
 
-A thin adapter: each request is handed to `core.Gateway`, which decides. A confirm is asked
-through elicitation in the client's era: on a handshake-era connection (`initialize`) with a
+A thin adapter: each request is handed to `core.Gateway`, which decides. The person's turns a
+client sends with a call (`_meta` `stalwart/turns`, see `turns`) are handed on with whether the
+transport vouches for the client: over stdio it is the process that started the gateway; over
+HTTP only a request `BearerOnly` let in (it marks the request's scope) is vouched for. A confirm
+is asked through elicitation in the client's era: on a handshake-era connection (`initialize`) with a
 back-channel, as an `elicitation/create` request the gateway sends; on a 2026-07-28 connection,
 as an `InputRequiredResult` the client answers by calling again (SEP-2322). A client that did
 not declare elicitation is never asked this way.
@@ -17,6 +20,7 @@ from mcp.server.lowlevel import Server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .core import Gateway, Refusal
+from .turns import META_KEY as TURNS_KEY
 
 NAME = "stalwart-gateway"
 
@@ -26,8 +30,21 @@ def _elicits(ctx: Any) -> bool:
     return capabilities is not None and capabilities.elicitation is not None
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
-    """The MCP server whose every request goes through `gateway`."""
+#: The scope's state key `BearerOnly` sets on a request that carried the bearer token.
+VOUCHED = "stalwart_bearer"
+
+
+def _vouched(ctx: Any, transport: str) -> bool:
+    """Whether the client of this request is vouched for: stdio's, or HTTP's with the token."""
+    if transport == "stdio":
+        return True
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None) or {}
+    return bool((scope.get("state") or {}).get(VOUCHED))
+
+
+def build_server(gateway: Gateway, *, transport: str = "stdio") -> Server[Any]:
+    """The MCP server whose every request goes through `gateway` (`transport`: stdio, http)."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=await gateway.list_tools())
@@ -42,6 +59,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
                     message, schema, related_request_id=ctx.request_id
                 )
 
+        meta = params.meta or {}
+        turns = meta.get(TURNS_KEY)
         return await gateway.call_tool(
             params.name,
             params.arguments,
@@ -49,6 +68,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
             input_required=modern and _elicits(ctx),
             input_responses=params.input_responses,
             request_state=params.request_state,
+            turns=turns,
+            turns_vouched=turns is not None and _vouched(ctx, transport),
         )
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
@@ -214,6 +235,7 @@ class BearerOnly:
                 given = value
                 break
         if hmac.compare_digest(given, self.expected):
+            scope = {**scope, "state": {**(scope.get("state") or {}), VOUCHED: True}}
             await self.app(scope, receive, send)
             return
         why = (
@@ -241,7 +263,7 @@ async def serve_http(
     the bearer `token`."""
     import uvicorn
 
-    server = build_server(gateway)
+    server = build_server(gateway, transport="http")
     app = BearerOnly(server.streamable_http_app(host=host), token)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", lifespan="on", access_log=False

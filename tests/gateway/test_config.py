@@ -148,3 +148,38 @@ def test_http_needs_a_bearer_token_from_a_named_variable_and_binds_loopback(
     parser = argparse.ArgumentParser()
     cli_gateway.register(parser)
     assert parser.parse_args(["--http", "--port", "1"]).host == "127.0.0.1"
+
+
+def test_turns_console_and_rulebook_default_off_and_are_read_strictly(tmp_path) -> None:  # noqa: ANN001
+    config = load_config(write(tmp_path, GOOD))
+    assert (config.turns, config.decide, config.bundle_key_env, config.rulebook) == (
+        "off",
+        None,
+        None,
+        None,
+    )
+    (tmp_path / "rules.csv").write_text("tool,condition,decision\n", encoding="utf-8")
+    config = load_config(
+        write(
+            tmp_path,
+            "turns: from_client\nrulebook: ./rules.csv\n"
+            "console: {decide: local, bundle_key_env: GW_KEY}\n" + GOOD,
+        )
+    )
+    assert (config.turns, config.decide, config.bundle_key_env) == (
+        "from_client",
+        "local",
+        "GW_KEY",
+    )
+    assert config.rulebook == (tmp_path / "rules.csv").resolve()
+    assert load_config(write(tmp_path, "turns: off\n" + GOOD)).turns == "off"
+    found = problems(
+        tmp_path,
+        "turns: always\nrulebook: ./nowhere.co\n"
+        "console: {decide: maybe, bundle_key_env: 'not a name', url: x}\n" + GOOD,
+    )
+    assert "gateway.yaml:1: turns: must be `off` or `from_client`, not `always`" in found
+    assert "gateway.yaml:2: rulebook: the rulebook `./nowhere.co` does not exist" in found
+    assert "gateway.yaml:3: console.decide: must be `console` or `local`, not `maybe`" in found
+    assert any(p.startswith("gateway.yaml:3: console.bundle_key_env: must name") for p in found)
+    assert "gateway.yaml:3: console.url: is not a field of the console section" in found

@@ -41,6 +41,31 @@ def test_a_session_hands_its_sink_one_record_per_decision_and_per_call_that_ran(
     assert json.loads(json.dumps(records)) == records  # plain JSON
 
 
+def test_a_check_then_the_execution_of_the_same_call_is_one_decision_in_the_logs():
+    """A door that checks a call, then executes it (the gateway, asking its firewall in between):
+    the executor's check of the same call at the same point, with the same answer, is the same
+    decision. A check repeated without running is two attempts, and another call is another."""
+    records: list[dict] = []
+    session = _session(sink=records.append)
+    session.check("get_order", {"order_id": "A1"})
+    ran = session.execute("get_order", {"order_id": "A1"}, lambda order_id: {"id": order_id})
+    assert ran["outcome"] == "SUCCEEDED"
+    assert [(r["kind"], r["detail"]["call"]["arguments"]) for r in records] == [
+        ("decision", {"order_id": "A1"}),
+        ("execution", {"order_id": "A1"}),
+    ]
+    records.clear()
+    session.check("get_order", {"order_id": "A2"})
+    session.check("get_order", {"order_id": "A2"})
+    session.execute("get_order", {"order_id": "A3"}, lambda order_id: {"id": order_id})
+    assert [(r["kind"], r["detail"]["call"]["arguments"]) for r in records] == [
+        ("decision", {"order_id": "A2"}),
+        ("decision", {"order_id": "A2"}),
+        ("decision", {"order_id": "A3"}),
+        ("execution", {"order_id": "A3"}),
+    ]
+
+
 def test_a_record_is_redacted_through_the_credential_table():
     records: list[dict] = []
     session = _session(sink=records.append)

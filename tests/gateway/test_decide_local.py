@@ -1,0 +1,194 @@
+"""A gateway deciding each call in its own process from the console's signed bundle.
+
+With `STALWART_URL`, the API key, and `console: {decide: local, bundle_key_env: ...}` in
+gateway.yaml (or `STALWART_DECIDE=local`), the gateway opens its session through the SDK's
+locally-deciding client, as `Agent.chat` does: every `tools/call` is decided in process from the
+verified bundle (no check request reaches the console), a tool switched off on the console is
+refused from the bundle, a bundle that does not verify makes every call refused naming why, and
+each decision reaches the console's feed through the decision-log spool, once.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from tests.gateway.conftest import calls_of, server_block
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONSOLE_WAIT = 1.0
+
+
+@pytest.fixture
+def console(live_server, admin, organisation, actor_for, settings, tmp_path, monkeypatch):  # noqa: ANN001, ANN201
+    from console import bundles, services
+
+    settings.STALWART_BUNDLE_MAX_WAIT = CONSOLE_WAIT
+    _, key = services.api_key_create(
+        actor=actor_for(admin, organisation), name="gateway", role="editor"
+    )
+    monkeypatch.setenv("STALWART_URL", live_server.url)
+    monkeypatch.setenv("STALWART_API_KEY", key)
+    monkeypatch.delenv("STALWART_DECIDE", raising=False)
+    monkeypatch.delenv("STALWART_BUNDLE_KEY", raising=False)
+    monkeypatch.setenv("STALWART_SPOOL", str(tmp_path / "spool.sqlite3"))
+    yield {"public": bundles.public_key(organisation.pk), "organisation": organisation}
+    time.sleep(CONSOLE_WAIT + 0.3)
+
+
+def _config(tmp_path, monkeypatch, name: str = "gateway"):  # noqa: ANN001, ANN202
+    from stalwart_agents import cli
+    from stalwart_agents.gateway import load_config
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    monkeypatch.setenv("GATEWAY_TEST_CALLS", str(calls))
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        "agent: desk\nconsole: {decide: local, bundle_key_env: GW_BUNDLE_KEY}\nservers:\n"
+        + server_block("shop"),
+        encoding="utf-8",
+    )
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    return load_config(path), calls
+
+
+def _until(predicate, seconds: float) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.05)
+
+
+def test_the_gateway_decides_from_the_bundle_and_its_decisions_reach_the_feed_once(
+    console, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    from console.models import Event, ToolSwitch
+    from guard.models import GuardSession
+    from stalwart_agents.client import ConnectedSession
+    from stalwart_agents.gateway import Gateway
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+
+    async def run() -> tuple:
+        async with Gateway(config) as gateway:
+            assert isinstance(gateway.session, ConnectedSession), gateway.session_error
+            read = await gateway.call_tool("shop.get_order", {"order_id": "A1"})
+            await anyio.to_thread.run_sync(
+                lambda: ToolSwitch.objects.create(
+                    organisation=console["organisation"],
+                    agent="desk",
+                    tool="shop.get_order",
+                    reason="switched off for the test",
+                )
+            )
+            feed = gateway.session.feed
+            with anyio.fail_after(10):  # the switch reaches the gateway with the next bundle
+                while not feed.current().tool_switched("desk", "shop.get_order"):
+                    await anyio.sleep(0.05)
+            refused = await gateway.call_tool("shop.get_order", {"order_id": "A2"})
+            again = await gateway.call_tool("shop.get_order", {"order_id": "A3"})
+            assert again.is_error
+            spool = gateway.client.decision_log()
+            with anyio.fail_after(20):
+                while spool.pending():
+                    await anyio.sleep(0.1)
+            return read, refused, gateway.session.runtime.history.session
+
+    read, refused, session = anyio.run(run)
+    assert not read.is_error, read.content
+    assert refused.is_error and "tool_disabled" in refused.content[0].text
+    assert [c[2] for c in calls_of(calls)] == [{"order_id": "A1"}], "refused: never forwarded"
+    # decided here: the console was never asked to check (no session of its own, no event of
+    # its tool check), and what was decided reached its feed from the spool, each decision once
+    assert not GuardSession.objects.exists()
+    assert not Event.objects.filter(source="toolcheck").exists()
+    decided = Event.objects.filter(
+        organisation=console["organisation"], source="runtime", session=session, stage="tool_call"
+    )
+    allowed = [e for e in decided if e.decision == "allow"]
+    assert len(allowed) == 1, [(e.decision, e.reasons) for e in decided]
+    assert {(e.tool, e.agent) for e in allowed} == {("shop.get_order", "desk")}
+    refusals = [e for e in decided if e.decision == "refuse"]
+    assert [tuple(e.reasons) for e in refusals] == [("tool_disabled",)] * 2
+    executed = Event.objects.filter(source="runtime", session=session, stage="execute")
+    assert [(e.tool, e.verdict) for e in executed] == [("shop.get_order", "succeeded")]
+
+
+def test_a_bundle_that_does_not_verify_refuses_every_call_naming_why(
+    console, other_organisation, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    from console import bundles
+    from stalwart_agents.gateway import Gateway
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", bundles.public_key(other_organisation.pk))
+    config, calls = _config(tmp_path, monkeypatch)
+
+    async def run() -> list:
+        async with Gateway(config) as gateway:
+            assert gateway.session is None
+            return [
+                await gateway.call_tool("shop.get_order", {"order_id": "A1"}),
+                await gateway.call_tool("shop.refund_card", {"order_id": "A1", "amount": 2}),
+            ]
+
+    for result in anyio.run(run):
+        assert result.is_error
+        text = result.content[0].text
+        assert "selector_unavailable" in text and "verif" in text, text
+    assert calls_of(calls) == [], "nothing reached the server"
+
+
+def test_local_deciding_without_a_bundle_key_is_refused_at_start(
+    console, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    from stalwart_agents import cli
+
+    _config(tmp_path, monkeypatch)
+    code = cli.main(["gateway", "--config", str(tmp_path / "gateway.yaml")])
+    assert code == 1
+
+
+def test_a_confirm_decided_from_the_bundle_waits_in_the_consoles_queue(
+    console, approver, client_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """No client to ask: the confirm is filed in the console's approvals queue, and the call runs
+    once, only after the approver's yes (its signed grant verified here)."""
+    import threading
+
+    from guard.models import ApprovalRequest
+    from stalwart_agents.gateway import Gateway
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+    approvals = client_for(approver)
+
+    def answer() -> None:
+        from django.db import connection
+
+        try:
+            for _ in range(300):
+                pending = ApprovalRequest.objects.filter(status="pending").first()
+                if pending is not None:
+                    approvals.post(f"/v1/approvals/{pending.public_id}/approve")
+                    return
+                threading.Event().wait(0.1)
+        finally:
+            connection.close()
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            yes = threading.Thread(target=answer)
+            yes.start()
+            done = await gateway.call_tool("shop.refund_card", {"order_id": "A7", "amount": 7})
+            yes.join()
+            return done
+
+    done = anyio.run(run)
+    assert not done.is_error, done.content
+    refunds = [arguments for _, tool, arguments in calls_of(calls) if tool == "refund_card"]
+    assert refunds == [{"amount": 7, "order_id": "A7"}]
