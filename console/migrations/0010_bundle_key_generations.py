@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0008_event_record_ids"),
+        ("console", "0009_gateway_instances"),
     ]
 
     operations = [
