@@ -16,10 +16,10 @@ workers (their pool processes, from /proc) and PostgreSQL (the workers' backends
 `pg_stat_activity`, from /proc: the server runs on this machine), and the SQL statements per
 batch and per event, counted by a drain of a smaller backlog in this process
 (`connection.execute_wrapper`, plus the BEGIN and COMMIT it does not see). One worker and its
-backend take turns, so together they keep about one core busy: two workers can be up to 2x one
-only where two cores are free for them and their backends, and every PostgreSQL backend of the
-machine (everyone's) shares one scheduling group, the server's, whose share does not grow with
-the number of workers: the smaller the backend's part of an event's CPU, the closer to 2x.
+backend take turns, so together they keep about one core busy, and two workers can be up to 2x
+one where two cores are free for them. (PostgreSQL's backends each start a session of their own,
+so each is a scheduling group of its own, like each worker.) The load of others takes its share
+of the cores, and the 8 shards are the unit of work: the last shard may run alone.
 """
 
 from __future__ import annotations
