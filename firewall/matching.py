@@ -35,7 +35,14 @@ from firewall import engine
 from firewall.engine.globs import compile_glob
 from firewall.engine.names import name_key
 from firewall.engine.vocabulary import DECISION_OF_VERDICT
-from firewall.models import MatcherShard, Policy, Rule, SequenceAlert, SequenceState
+from firewall.models import (
+    MatcherShard,
+    Policy,
+    Rule,
+    RuleMatchCount,
+    SequenceAlert,
+    SequenceState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +170,7 @@ def sequence_rules_of(published: tuple[Any, int] | None) -> RuleSet:
     return rule_set
 
 
-def _matcher_event(event: Event) -> dict[str, Any]:
+def _matcher_event(event: Row) -> dict[str, Any]:
     call = event.detail.get("call") if isinstance(event.detail, dict) else None
     destination = call.get("destination") if isinstance(call, dict) else None
     return {
@@ -176,30 +183,58 @@ def _matcher_event(event: Event) -> dict[str, Any]:
 
 
 def _lock_shard(shard: int) -> None:
-    if not MatcherShard.objects.filter(shard=shard).update(drained_at=timezone.now()):
-        try:
-            with transaction.atomic():
-                MatcherShard.objects.create(shard=shard, drained_at=timezone.now())
-        except IntegrityError:
-            pass
+    """Take the shard's row lock for the batch's transaction: the UPDATE itself takes it."""
+    if MatcherShard.objects.filter(shard=shard).update(drained_at=timezone.now()):
+        return
+    try:
+        with transaction.atomic():
+            MatcherShard.objects.create(shard=shard, drained_at=timezone.now())
+            return
+    except IntegrityError:
+        pass  # another worker created it meanwhile: wait for its lock like any other
     MatcherShard.objects.select_for_update().get(shard=shard)
 
 
 MATCHED_FIELDS = ("id", "organisation_id", "agent", "session", "tool", "stage", "detail", "at")
 
 
+class Row:
+    """One pending event as the matcher reads it: the fields it needs, not a model instance
+    (building 500 deferred-field models per batch costs more than matching them)."""
+
+    __slots__ = ("pk", "organisation_id", "agent", "session", "tool", "stage", "detail", "at")
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        (
+            self.pk,
+            self.organisation_id,
+            self.agent,
+            self.session,
+            self.tool,
+            self.stage,
+            self.detail,
+            self.at,
+        ) = values
+
+
 def drain_shard(shard: int, *, batch: int | None = None) -> int:
-    """Match one batch of the shard's pending events; returns how many events it took."""
+    """Match one batch of the shard's pending events; returns how many events it took.
+
+    One transaction, a fixed number of statements whatever the batch's size: the shard's lock,
+    the active policy, the batch, its sessions' states; then, if chains completed, the alerts
+    (what was raised already, which rules still exist, the alert events and their records); the
+    batch marked, the states written in one upsert, the rules' match counts in one upsert, and
+    the shard's counter. A worker killed anywhere in it leaves the whole batch pending.
+    """
     batch = batch or settings.STALWART_MATCH_BATCH
     with transaction.atomic():
         _lock_shard(shard)
-        # Only what the matcher reads: building whole rows (their reasons, rules...) costs more
-        # than matching them.
-        events = list(
-            Event.objects.filter(match_state=MatchState.PENDING, shard=shard)
-            .only(*MATCHED_FIELDS)
-            .order_by("id")[:batch]
-        )
+        events = [
+            Row(values)
+            for values in Event.objects.filter(match_state=MatchState.PENDING, shard=shard)
+            .order_by("id")
+            .values_list(*MATCHED_FIELDS)[:batch]
+        ]
         if not events:
             return 0
         _match(events)
@@ -209,28 +244,29 @@ def drain_shard(shard: int, *, batch: int | None = None) -> int:
     return len(events)
 
 
-def _match(events: list[Event]) -> None:
+SessionKey = tuple[int, str, str]
+
+
+def _match(events: list[Row]) -> None:
     rules_of: dict[int, RuleSet] = {}
     for event in events:
         if event.organisation_id not in rules_of:
             rules_of[event.organisation_id] = sequence_rules(event.organisation_id)
     sessions = {(e.organisation_id, e.agent, e.session) for e in events}
-    stored: dict[tuple[int, str, str], SequenceState] = {}
-    if any(rules_of.values()):
-        for row in SequenceState.objects.filter(
-            organisation_id__in={s[0] for s in sessions}, session__in={s[2] for s in sessions}
-        ):
-            stored[(row.organisation_id, row.agent, row.session)] = row
     # The states of one session, by rule id (as JSON keeps them: strings).
-    states: dict[tuple[int, str, str], dict[str, Any]] = {
-        key: dict(row.states) for key, row in stored.items()
-    }
-    dirty: set[tuple[int, str, str]] = set()
-    fresh: set[tuple[tuple[int, str, str], str]] = set()  # states advanced in this batch
+    states: dict[SessionKey, dict[str, Any]] = {}
+    if any(rules_of.values()):
+        for organisation_id, agent, session, row_states in SequenceState.objects.filter(
+            organisation_id__in={s[0] for s in sessions}, session__in={s[2] for s in sessions}
+        ).values_list("organisation_id", "agent", "session", "states"):
+            if (organisation_id, agent, session) in sessions:
+                states[(organisation_id, agent, session)] = dict(row_states)
+    dirty: set[SessionKey] = set()
+    fresh: set[tuple[SessionKey, str]] = set()  # states advanced in this batch
     matched: list[int] = []
     unreadable: list[tuple[int, str]] = []
     by_id = {e.pk: e for e in events}
-    found: list[tuple[Event, SequenceRule, dict[str, Any]]] = []
+    found: list[tuple[Row, SequenceRule, dict[str, Any]]] = []
     for event in events:
         if not event.tool:
             unreadable.append((event.pk, "the event names no tool"))
@@ -259,51 +295,64 @@ def _match(events: list[Event]) -> None:
                 found.append((event, rule, match))
         else:
             matched.append(event.pk)
-    _raise_alerts(found, by_id)
+    counts = _raise_alerts(found, by_id)
     Event.objects.filter(pk__in=matched).update(match_state=MatchState.MATCHED)
     for pk, note in unreadable:
         Event.objects.filter(pk=pk).update(match_state=MatchState.UNREADABLE, match_note=note[:300])
-    _store_states(states, dirty, stored, rules_of)
+    _store_states(states, dirty, rules_of)
+    # Last before the commit: the count rows are the one thing two workers' batches share, and
+    # their row locks are held from here to the commit.
+    _count_alert_matches(counts)
 
 
-def _store_states(states, dirty, stored, rules_of) -> None:  # noqa: ANN001
-    """Write the sessions whose states changed; states of rules that no longer exist are dropped."""
-    updates, creates = [], []
-    for key in dirty:
-        organisation_id, agent, session = key
-        live = {str(rule.id) for rule in rules_of.get(organisation_id, ())}
-        kept = {rule_id: state for rule_id, state in states[key].items() if rule_id in live}
-        if key in stored:
-            row = stored[key]
-            row.states = kept
-            updates.append(row)
-        else:
-            creates.append(
-                SequenceState(
-                    organisation_id=organisation_id, agent=agent, session=session, states=kept
-                )
-            )
-    if updates:
-        _update_states(updates)
-    if creates:
-        SequenceState.objects.bulk_create(creates)
-
-
-def _update_states(rows: list[SequenceState]) -> None:
-    """One UPDATE per row, sent as a batch: `bulk_update`'s CASE over every row costs more."""
+def _store_states(states, dirty, rules_of) -> None:  # noqa: ANN001
+    """Write the sessions whose states changed, in one upsert; states of rules that no longer
+    exist are dropped. The shard's lock makes this worker the sessions' only writer."""
+    if not dirty:
+        return
     table = SequenceState._meta.db_table
     field = SequenceState._meta.get_field("states")
-    now = timezone.now()
-    placeholder = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
-    updated = SequenceState._meta.get_field("updated_at").get_db_prep_value(now, connection)
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET states = {placeholder}, updated_at = %s WHERE id = %s",  # noqa: S608
-            [(field.get_db_prep_value(row.states, connection), updated, row.pk) for row in rows],
+    updated = SequenceState._meta.get_field("updated_at").get_db_prep_value(
+        timezone.now(), connection
+    )
+    live_of = {
+        organisation_id: {str(rule.id) for rule in rules}
+        for organisation_id, rules in rules_of.items()
+    }
+    rows = []
+    for key in sorted(dirty):  # one order for every writer: row locks never cross
+        organisation_id, agent, session = key
+        live = live_of.get(organisation_id, set())
+        kept = {rule_id: state for rule_id, state in states[key].items() if rule_id in live}
+        rows.append(
+            (organisation_id, agent, session, field.get_db_prep_value(kept, connection), updated)
         )
+    cast = "::jsonb" if connection.vendor == "postgresql" else ""
+    _upsert(
+        f"INSERT INTO {table} (organisation_id, agent, session, states, updated_at) VALUES ",  # noqa: S608
+        f"(%s, %s, %s, %s{cast}, %s)",
+        " ON CONFLICT (organisation_id, agent, session) DO UPDATE"
+        " SET states = excluded.states, updated_at = excluded.updated_at",
+        rows,
+    )
 
 
-def _chain(match: dict[str, Any], events: dict[int, Event]) -> list[list[dict[str, Any]]]:
+# Rows per statement of an upsert: SQLite binds at most 32,766 parameters to one statement.
+UPSERT_ROWS = 1000
+
+
+def _upsert(head: str, row: str, tail: str, rows: list[tuple[Any, ...]]) -> None:
+    """`head` + one `row` per row + `tail`, in statements of `UPSERT_ROWS` rows."""
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), UPSERT_ROWS):
+            chunk = rows[start : start + UPSERT_ROWS]
+            cursor.execute(
+                head + ", ".join([row] * len(chunk)) + tail,
+                [value for values in chunk for value in values],
+            )
+
+
+def _chain(match: dict[str, Any], events: dict[int, Any]) -> list[list[dict[str, Any]]]:
     return [
         [
             {
@@ -318,11 +367,12 @@ def _chain(match: dict[str, Any], events: dict[int, Event]) -> list[list[dict[st
 
 
 def _raise_alerts(
-    found: list[tuple[Event, SequenceRule, dict[str, Any]]], by_id: dict[int, Event]
-) -> None:
-    """Write the batch's alerts (one query to skip any already raised) and what they set off."""
+    found: list[tuple[Row, SequenceRule, dict[str, Any]]], by_id: dict[int, Row]
+) -> dict[tuple[int, str], int]:
+    """Write the batch's alerts (one query to skip any already raised) and what they set off;
+    returns the new alerts' matches to count, by live rule and mode."""
     if not found:
-        return
+        return {}
     wanted = {i for _, _, match in found for ids in match["steps"] for i in ids} - set(by_id)
     events = {**by_id, **Event.objects.in_bulk(wanted)}
     raised = set(
@@ -380,22 +430,36 @@ def _raise_alerts(
     for (event, rule, _), alert in zip(new, alerts, strict=True):
         if _actions(rule):
             _set_off(event, rule, alert)
-    _count_alert_matches([rule for _, rule, _ in new])
+    counts: dict[tuple[int, str], int] = {}
+    for _, rule, _ in new:
+        if rule.id in live:
+            key = (rule.id, "shadow" if rule.shadow else "enforce")
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
-def _count_alert_matches(rules: list[SequenceRule]) -> None:
-    """A raised alert is its sequence rule's match: counted like an inline rule's, by mode."""
-    from firewall.services import count_matches
-
-    live = set(Rule.objects.filter(pk__in={r.id for r in rules}).values_list("pk", flat=True))
-    count_matches([(r.id, "shadow" if r.shadow else "enforce") for r in rules if r.id in live])
+def _count_alert_matches(counts: dict[tuple[int, str], int]) -> None:
+    """A raised alert is its sequence rule's match: counted like an inline rule's, by mode and
+    hour (`RuleMatchCount`), every rule of the batch in one upsert, in rule order."""
+    if not counts:
+        return
+    hour = RuleMatchCount._meta.get_field("hour").get_db_prep_value(
+        timezone.now().replace(minute=0, second=0, microsecond=0), connection
+    )
+    table = RuleMatchCount._meta.db_table
+    _upsert(
+        f"INSERT INTO {table} (rule_id, hour, mode, count) VALUES ",  # noqa: S608
+        "(%s, %s, %s, %s)",
+        f" ON CONFLICT (rule_id, hour, mode) DO UPDATE SET count = {table}.count + excluded.count",
+        [(rule_id, hour, mode, n) for (rule_id, mode), n in sorted(counts.items())],
+    )
 
 
 def _actions(rule: SequenceRule) -> list[str]:
     return [] if rule.shadow else [a for a in rule.on_match if a in ACTIONS]
 
 
-def _set_off(event: Event, rule: SequenceRule, alert: Event) -> None:
+def _set_off(event: Row, rule: SequenceRule, alert: Event) -> None:
     """The follow-up actions a matched rule names: hold, switch off, notify."""
     actions = _actions(rule)
     reason = f"sequence rule `{rule.name}` matched (alert {alert.pk})"

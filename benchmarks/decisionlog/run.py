@@ -2,6 +2,7 @@
 decisions/s, the console's sustained ingest rate, and sequence matching with 1 and 2 workers.
 
     python -m benchmarks.decisionlog [--quick] [--rate R [R...]] [--seconds S] [--backlog N]
+    python -m benchmarks.decisionlog --scaleout-only [--events N] [--repeat K]
 
 Setup: its own PostgreSQL database (`BENCH_DATABASE_URL`, dropped and created again) and Redis
 database (`BENCH_REDIS_URL`, flushed), seeded by `benchmarks.http.seed`; the console under
@@ -14,7 +15,9 @@ gunicorn (production settings, 2 worker processes) on a port the OS gave.
 2. **Ingest rate**: `N` records written into a spool while nothing ships (the console down),
    then the shipper started: records stored per second until the spool is empty.
 3. **Scale-out** (`benchmarks.decisionlog.scaleout`, a process of its own): the same backlog of
-   pending events in PostgreSQL matched by 1, then 2 `celery worker` processes.
+   pending events in PostgreSQL matched by 1, then 2 `celery worker` processes, and the CPU and
+   SQL statements each event costs. `--scaleout-only` runs only this part (no gunicorn, no seed):
+   a few minutes.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.http.run import _free_port, _wait_ready, prepare, serve
+from benchmarks.http.run import _free_port, _wait_ready, fresh_console, prepare, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_decisionlog"
@@ -161,17 +164,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backlog", type=int, default=30_000)
     parser.add_argument("--events", type=int, default=60_000, help="scale-out backlog")
     parser.add_argument("--no-scaleout", action="store_true", help="skip part 3")
+    parser.add_argument("--scaleout-only", action="store_true", help="only part 3")
+    parser.add_argument("--repeat", type=int, default=2, help="scale-out runs of 1 and 2 workers")
     parser.add_argument("--quick", action="store_true", help="a few-second smoke run")
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.backlog, args.events = 5.0, 3_000, 6_000
     var = Path(tempfile.mkdtemp(prefix="stalwart-bench-decisionlog-"))
-    env, seeded = prepare(args.database_url, args.redis_url, str(var), 1)
     print(
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
         f"load average {_load()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         flush=True,
     )
+    if args.scaleout_only:
+        return _scaleout(fresh_console(args.database_url, args.redis_url, str(var)), args)
+    env, seeded = prepare(args.database_url, args.redis_url, str(var), 1)
     port = _free_port()
     log = var / "gunicorn.log"
     # The console in a scheduling group of its own (see scaleout.py): it runs on another machine.
@@ -201,8 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         server.wait(timeout=30)
     if args.no_scaleout:
         return 0
+    return _scaleout(env, args)
+
+
+def _scaleout(env: dict[str, str], args: argparse.Namespace) -> int:
     subprocess.run(
-        [sys.executable, "-m", "benchmarks.decisionlog.scaleout", "--events", str(args.events)],
+        [sys.executable, "-m", "benchmarks.decisionlog.scaleout"]
+        + ["--events", str(args.events), "--repeat", str(args.repeat)],
         cwd=ROOT,
         env={**env, "DJANGO_SETTINGS_MODULE": "console.settings.dev"},
         check=True,
