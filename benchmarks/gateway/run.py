@@ -313,21 +313,23 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     print(
-        "CPU per call (user + system, microseconds; does not depend on the load as wall-clock "
-        "latency does):"
+        "CPU per call (user + system, microseconds; far less load-bound than wall-clock "
+        "latency, and the last column, in units of the bare upstream's own cost, least of all):"
     )
     print(
         f"| transport | gateway process, 1 in flight | gateway process, {args.concurrency} in "
-        "flight | upstream, called directly | upstream, through the gateway |"
+        "flight | upstream, called directly | upstream, through the gateway | gateway / direct "
+        "upstream |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name, direct_row, gateway_row in rows:
         if "gateway_cpu" not in gateway_row:
             continue
         print(
             f"| {name} | {gateway_row['gateway_cpu']:.0f} | "
             f"{gateway_row['gateway_cpu_parallel']:.0f} | {direct_row['upstream_cpu']:.0f} | "
-            f"{gateway_row['upstream_cpu']:.0f} |"
+            f"{gateway_row['upstream_cpu']:.0f} | "
+            f"{gateway_row['gateway_cpu'] / (direct_row['upstream_cpu'] or float('nan')):.2f} |"
         )
     stdio = next(row for row in rows if row[0] == "stdio")[2]
     here = next(row for row in rows if row[0].startswith("in process"))
