@@ -583,6 +583,16 @@ class Gateway:
             ["upstream_unavailable"], upstream.down() or f"`{upstream.name}` is not connected"
         )
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of `name` as `tools/list` offers it (the approved definition's), for
+        the HTTP transport's `Mcp-Param-*` header check on each `tools/call`: without it the SDK
+        runs the `tools/list` handler for every call, a round trip to the upstream each time.
+        None for a tool not offered (unknown, withdrawn, changed): the call is refused anyway."""
+        entry = self.entries.get(name)
+        if entry is None or entry.withdrawn or name in self.changed:
+            return None
+        return entry.definition.get("inputSchema") or {"type": "object"}
+
     @staticmethod
     def _tool_of(entry: catalogue_builder.Entry) -> types.Tool:
         defined = entry.definition

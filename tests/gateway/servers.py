@@ -6,7 +6,8 @@
 
 A server whose environment names a file `GATEWAY_TEST_DOWN` that exists exits at once (a server
 that cannot be started again). Every tool call a server receives is appended to the file `GATEWAY_TEST_CALLS` names (one line,
-`<server> <tool> <arguments JSON>`), so a test can prove what reached a server and what did not.
+`<server> <tool> <arguments JSON>`), so a test can prove what reached a server and what did not;
+each `tools/list` the shop receives, to that file's name with `.lists` added.
 """
 
 from __future__ import annotations
@@ -33,8 +34,23 @@ def counted(server: str, tool: str, arguments: dict[str, Any]) -> None:
             out.write(f"{server} {tool} {json.dumps(arguments, sort_keys=True)}\n")
 
 
+class ListsCounted:
+    """Middleware: each `tools/list` a server receives is appended to `<GATEWAY_TEST_CALLS>.lists`
+    (one line, the server's name), so a test can prove how often the gateway listed it."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        path = os.environ.get("GATEWAY_TEST_CALLS")
+        if path and ctx.method == "tools/list":
+            with open(f"{path}.lists", "a", encoding="utf-8") as out:
+                out.write(f"{self.server}\n")
+        return await call_next(ctx)
+
+
 def shop() -> MCPServer:
-    app = MCPServer("shop")
+    app = MCPServer("shop", middleware=[ListsCounted("shop")])
 
     @app.tool(
         description="Look up an order by its id.",

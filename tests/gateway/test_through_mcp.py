@@ -223,6 +223,31 @@ def test_a_client_over_streamable_http_goes_through_the_gateway(
     anyio.run(run)
 
 
+def test_an_http_tools_call_reaches_the_server_once_without_listing_its_tools(
+    approved_gateway, http_gateway
+) -> None:  # noqa: ANN001
+    """The SDK's HTTP transport checks a call's `Mcp-Param-*` headers against the tool's input
+    schema: the gateway answers from its pins, not by listing the servers for every call."""
+    calls = approved_gateway["calls"]
+    lists = Path(f"{calls}.lists")
+    calls.write_text("", encoding="utf-8")
+
+    async def run() -> tuple[int, int]:
+        async with _client(http_gateway) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert listed["shop.get_order"].input_schema["required"] == ["order_id"]
+            before = lists.read_text(encoding="utf-8").count("shop")
+            for number in range(5):
+                result = await client.call_tool("shop.get_order", {"order_id": f"L{number}"})
+                assert not result.is_error, result.content
+            return before, lists.read_text(encoding="utf-8").count("shop")
+
+    before, after = anyio.run(run)
+    assert before >= 1, "the client's tools/list reached the shop"
+    assert after == before, f"{after - before} tools/list reached the shop for 5 calls"
+    assert calls_of(calls) == [("shop", "get_order", {"order_id": f"L{n}"}) for n in range(5)]
+
+
 def test_the_http_gateway_answers_401_without_its_token_and_forwards_nothing(
     approved_gateway, http_gateway
 ) -> None:  # noqa: ANN001
