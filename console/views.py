@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -220,10 +221,14 @@ def events_page(request: HttpRequest) -> HttpResponse:
         # The live poll: rows newer than the newest shown, and a poller that remembers them.
         fresh = list(events.order_by("-id")[:200])
         newest = fresh[0].pk if fresh else (filters.after or 0)
-        # New rows redraw the chart too (out of band), so it counts what the feed shows.
+        # New rows redraw the chart too (out of band), so it counts what the feed shows: every
+        # row of the filters, not only the rows newer than `after` that the poll brings.
         chart = (
             stacked_bars(
-                selectors.decisions_per_hour(organisation=actor.organisation, filters=filters)
+                selectors.decisions_per_hour(
+                    organisation=actor.organisation,
+                    filters=dataclasses.replace(filters, after=None),
+                )
             )
             if fresh
             else None
