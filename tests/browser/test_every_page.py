@@ -2,7 +2,8 @@
 suite) and production's (in the PostgreSQL half): it opens,
 fits a 390×844 phone with no sideways overflow (asserted from the DOM), marks its own nav link as
 the current page, and axe-core (served from our own static files) finds no serious or critical
-violation. On the phone the nav folds behind its Menu button."""
+violation. On the phone the nav folds behind its Menu button; an auditor's pages offer nothing to
+change."""
 
 from __future__ import annotations
 
@@ -135,6 +136,21 @@ def _marked(page, url: str, links: list[str]) -> None:  # noqa: ANN001
     assert marked == want, f"{url}: the nav marks {marked}, not {want}"
 
 
+#: Forms that post and change nothing: Try a call decides a call against the policy, unrecorded.
+READING_FORMS = ("#try-panel",)
+
+
+def _read_only(page) -> None:  # noqa: ANN001
+    """An auditor is offered nothing to change: no form that posts, no control that writes (the
+    filters of the feed and the audit rows are GET forms: reading)."""
+    writes = page.eval_on_selector_all(
+        "main form[method=post i], main [hx-post], main [hx-put], main [hx-delete]",
+        f"""els => els.filter(e => !e.closest({", ".join(READING_FORMS)!r}))
+                      .map(e => e.tagName + ' ' + (e.getAttribute('action') || e.id))""",
+    )
+    assert not writes, f"{page.url}: an auditor is offered {writes}"
+
+
 def _folds(page) -> None:  # noqa: ANN001
     """At 390 px the nav is behind the Menu button, which opens and closes it."""
     nav, toggle = page.locator("#main-nav"), page.locator("#menu-toggle")
@@ -190,7 +206,10 @@ def test_every_page_of_a_role_opens_fits_a_phone_and_is_accessible(
                 continue  # a detail page this role may not read: refused, as the server says
             assert response.status == 200, f"{url}: {response.status}"
             assert page.locator("header.top").count() == 1
-            for check in (_no_overflow, partial(_marked, url=url, links=links), _accessible):
+            checks = [_no_overflow, partial(_marked, url=url, links=links), _accessible]
+            if role == "auditor":
+                checks.append(_read_only)
+            for check in checks:
                 try:
                     check(page)
                 except AssertionError as exc:
