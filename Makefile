@@ -99,9 +99,10 @@ mutation: install
 	bash scripts/mutation.sh guard
 	$(PY) scripts/mutation_controls.py
 
-# Screenshots of every console page at 1440x900 and 390x844 into docs/screenshots/ (README).
+# Screenshots of every console page at 1440x900 and 390x844 into docs/screenshots/ (README);
+# PAGES="proof rulebook-compare" takes only those.
 screenshots: install
-	$(PY) scripts/screenshots.py
+	$(PY) scripts/screenshots.py $(PAGES)
 
 # hypothesis over the firewall validator, the rulebook compiler, agent.yaml and the tool check, for
 # FUZZ_SECONDS in all (FUZZ_SEED repeats a run); outside `make test`.

@@ -23,6 +23,12 @@ PT_BR: dict[str, str] = {
     "is used only with the `sanitize` verdict": "só se usa com o veredito `sanitize`",
     "is used only with the `cap_cost` verdict": "só se usa com o veredito `cap_cost`",
     "is required": "é obrigatório",
+    # a refusal for want of a role (console.views.permission_denied)
+    "the admin role cannot do": "o papel admin não pode fazer",
+    "the editor role cannot do": "o papel editor não pode fazer",
+    "the approver role cannot do": "o papel approver não pode fazer",
+    "the auditor role cannot do": "o papel auditor não pode fazer",
+    "your role cannot do this": "o seu papel não pode fazer isto",
     "unknown field": "campo desconhecido",
     "not a field of a call": "não é um campo de uma chamada",
     "must not be negative": "não pode ser negativo",

@@ -11,6 +11,7 @@ from guard import panel as guard_panel
 from router import views as router_views
 
 handler404 = "console.api.errors.not_found"
+handler403 = "console.views.permission_denied"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),

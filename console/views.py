@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -11,7 +12,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -49,6 +50,23 @@ def _add_errors(form, exc: ValidationError) -> None:  # noqa: ANN001
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 403 (`handler403`), said in words: a page of the console's own; for an htmx
+    submit, the reason above the page while the form stays as it was (a role changed since the
+    page was opened); JSON under `/v1/`, as the API's own refusals are."""
+    from console.errors_i18n import say
+
+    reason = str(exception or "") or "your role cannot do this"
+    if request.path_info.startswith("/v1/"):
+        return JsonResponse({"detail": reason}, status=403)
+    context = {"reason": say(reason)}
+    if getattr(request, "htmx", False):
+        response = render(request, "403.html#refused", {**context, "oob": True}, status=403)
+        response["HX-Reswap"] = "none"  # only the out-of-band reason is swapped in
+        return response
+    return render(request, "403.html", context, status=403)
 
 
 @require_GET
@@ -235,10 +253,14 @@ def events_page(request: HttpRequest) -> HttpResponse:
         # The live poll: rows newer than the newest shown, and a poller that remembers them.
         fresh = list(events.order_by("-id")[:200])
         newest = fresh[0].pk if fresh else (filters.after or 0)
-        # New rows redraw the chart too (out of band), so it counts what the feed shows.
+        # New rows redraw the chart too (out of band), so it counts what the feed shows: every
+        # row of the filters, not only the rows newer than `after` that the poll brings.
         chart = (
             stacked_bars(
-                selectors.decisions_per_hour(organisation=actor.organisation, filters=filters)
+                selectors.decisions_per_hour(
+                    organisation=actor.organisation,
+                    filters=dataclasses.replace(filters, after=None),
+                )
             )
             if fresh
             else None

@@ -3,6 +3,8 @@
 `make screenshots` runs this: a throwaway SQLite database with `make run`'s demo data, the console
 under `make run`'s own settings on a free port, and Debian's Chromium signed in as the demo admin
 (and the demo auditor, whose pages are read-only). The pictures go to `docs/screenshots/`.
+Names of pages as arguments (`scripts/screenshots.py proof rulebook-compare`, or
+`make screenshots PAGES="proof rulebook-compare"`) take only those.
 """
 
 from __future__ import annotations
@@ -30,11 +32,15 @@ PAGES = [
     ("firewall", "demo-admin", "/firewall/"),
     ("policy", "demo-admin", "/firewall/{policy}/"),
     ("policy-versions", "demo-admin", "/firewall/{policy}/diff"),
+    ("policy-version", "demo-auditor", "/firewall/{policy}/versions/1/"),
     ("rule-editor", "demo-admin", "/firewall/rules/{rule}/"),
     ("rule-auditor", "demo-auditor", "/firewall/rules/{rule}/"),
     ("rulebooks", "demo-admin", "/rulebooks/"),
+    ("rulebook", "demo-admin", "/rulebooks/{rulebook}/"),
     ("rulebook-version", "demo-admin", "/rulebooks/{rulebook}/v/1/"),
+    ("rulebook-compare", "demo-admin", "/rulebooks/{rulebook}/compare?a=1&b=2"),
     ("proofs", "demo-admin", "/proofs/"),
+    ("proof", "demo-admin", "/proofs/{proof}/"),
     ("proof-rules", "demo-admin", "/proofs/rules/"),
     ("proof-rule", "demo-admin", "/proofs/rules/QG011"),
     ("approvals", "demo-approver", "/approvals/"),
@@ -68,7 +74,12 @@ def _manage(env: dict[str, str], *args: str) -> str:
     ).stdout
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    unknown = sorted(set(argv) - {stem for stem, _, _ in PAGES})
+    if unknown:
+        print(f"no such page: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    pages = [p for p in PAGES if not argv or p[0] in argv]
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as var:
         env = {
@@ -87,10 +98,12 @@ def main() -> int:
                 "-c",
                 (
                     "from firewall.models import Policy; from rulebooks.models import Rulebook; "
-                    "from console.models import Event; p = Policy.objects.order_by('id').first(); "
+                    "from console.models import Event; from proof.models import ProofJob; "
+                    "p = Policy.objects.order_by('id').first(); "
                     "e = Event.objects.exclude(detail={}).order_by('-id').first(); "
                     "print('ids', p.pk, p.rules.order_by('priority', 'id').first().pk, "
-                    "Rulebook.objects.order_by('id').first().pk, e.pk)"
+                    "Rulebook.objects.order_by('id').first().pk, e.pk, "
+                    "ProofJob.objects.filter(report__isnull=False).get().public_id)"
                 ),
             )
             .split("ids ", 1)[1]
@@ -117,7 +130,7 @@ def main() -> int:
                     executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
                 )
                 for size, (width, height) in SIZES.items():
-                    for person in sorted({p for _, p, _ in PAGES}):
+                    for person in sorted({p for _, p, _ in pages}):
                         context = browser.new_context(
                             base_url=base, viewport={"width": width, "height": height}
                         )
@@ -127,12 +140,16 @@ def main() -> int:
                         page.fill("#id_password", PASSWORD)
                         page.click("button[type=submit]")
                         page.wait_for_url("**/")
-                        for stem, who, path in PAGES:
+                        for stem, who, path in pages:
                             if who != person:
                                 continue
                             page.goto(
                                 path.format(
-                                    policy=ids[0], rule=ids[1], rulebook=ids[2], event=ids[3]
+                                    policy=ids[0],
+                                    rule=ids[1],
+                                    rulebook=ids[2],
+                                    event=ids[3],
+                                    proof=ids[4],
                                 )
                             )
                             page.wait_for_load_state("networkidle")
@@ -147,4 +164,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -58,6 +58,21 @@ def test_a_refused_settings_save_keeps_the_page(page, debug, editor):
     assert page.locator("#settings-saved").count() == 0
 
 
+def test_a_submit_refused_for_the_role_keeps_the_form_and_says_why(page, debug, editor):
+    from console.models import Membership
+
+    sign_in(page, "eve-editor", PASSWORD)
+    page.goto("/settings/")
+    Membership.objects.filter(user=editor).update(role="auditor")  # while the page is open
+    page.fill("#id_approval_timeout_minutes", "21")
+    page.click("#settings-save")
+    reason = page.wait_for_selector("#refused-reason")
+    assert "the auditor role cannot do" in reason.inner_text()
+    assert page.locator("header.top nav").count() == 1
+    assert page.input_value("#id_approval_timeout_minutes") == "21"  # the form stays as typed
+    assert "403 Forbidden" not in page.inner_text("main")
+
+
 def test_export_then_import_round_trips_in_the_browser(page, debug, policy, editor, tmp_path):
     sign_in(page, "eve-editor", PASSWORD)
     page.goto(f"/firewall/{policy.pk}/")

@@ -1,11 +1,14 @@
 """Every page (the nav's, the detail pages, and the sign-in page), for every role, under `make run`'s settings (DEBUG on, in the SQLite half of the
 suite) and production's (in the PostgreSQL half): it opens,
-fits a 390×844 phone with no sideways overflow (asserted from the DOM), and axe-core (served from
-our own static files) finds no serious or critical violation."""
+fits a 390×844 phone with no sideways overflow (asserted from the DOM), marks its own nav link as
+the current page, and axe-core (served from our own static files) finds no serious or critical
+violation. On the phone the nav folds behind its Menu button; an auditor's pages offer nothing to
+change."""
 
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -91,6 +94,7 @@ def content(organisation, editor, actor_for):  # noqa: ANN001, ANN201
             actor=actor, name="shop", data=shop.read_bytes(), filename="policy.co"
         )
     job = proof_services.proof_job_submit(actor=actor, body=shop_job())
+    proof_services.proof_job_run(job_id=job.pk)  # a finished job: its findings and witness graphs
     rulebook = version.rulebook
     return [
         f"/firewall/{policy.pk}/",
@@ -119,6 +123,42 @@ def _no_overflow(page) -> None:  # noqa: ANN001
               .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className)"""
     )
     assert width <= inner, f"{page.url}: {width}px wide in a {inner}px window: {wide}"
+
+
+def _marked(page, url: str, links: list[str]) -> None:  # noqa: ANN001
+    """The nav marks the page open as the current one (a detail page, its section's), and
+    nothing when the page is in no section (the person's own invitations)."""
+    marked = page.eval_on_selector_all(
+        '#main-nav a[aria-current="page"]', "els => els.map(e => e.getAttribute('href'))"
+    )
+    here = url.split("?")[0]
+    want = [link for link in links if (here == link if link == "/" else here.startswith(link))]
+    assert marked == want, f"{url}: the nav marks {marked}, not {want}"
+
+
+#: Forms that post and change nothing: Try a call decides a call against the policy, unrecorded.
+READING_FORMS = ("#try-panel",)
+
+
+def _read_only(page) -> None:  # noqa: ANN001
+    """An auditor is offered nothing to change: no form that posts, no control that writes (the
+    filters of the feed and the audit rows are GET forms: reading)."""
+    writes = page.eval_on_selector_all(
+        "main form[method=post i], main [hx-post], main [hx-put], main [hx-delete]",
+        f"""els => els.filter(e => !e.closest({", ".join(READING_FORMS)!r}))
+                      .map(e => e.tagName + ' ' + (e.getAttribute('action') || e.id))""",
+    )
+    assert not writes, f"{page.url}: an auditor is offered {writes}"
+
+
+def _folds(page) -> None:  # noqa: ANN001
+    """At 390 px the nav is behind the Menu button, which opens and closes it."""
+    nav, toggle = page.locator("#main-nav"), page.locator("#menu-toggle")
+    assert toggle.is_visible() and not nav.is_visible(), "the nav does not fold on a phone"
+    toggle.click()
+    assert nav.is_visible() and toggle.get_attribute("aria-expanded") == "true"
+    toggle.click()
+    assert not nav.is_visible() and toggle.get_attribute("aria-expanded") == "false"
 
 
 def _accessible(page) -> None:  # noqa: ANN001
@@ -157,6 +197,7 @@ def test_every_page_of_a_role_opens_fits_a_phone_and_is_accessible(
             "#main-nav a", "els => els.map(e => e.getAttribute('href'))"
         )
         assert links, "the nav shows no page"
+        _folds(page)
         for url in [*links, *content]:
             if url.startswith(NOT_OURS):
                 continue
@@ -165,7 +206,10 @@ def test_every_page_of_a_role_opens_fits_a_phone_and_is_accessible(
                 continue  # a detail page this role may not read: refused, as the server says
             assert response.status == 200, f"{url}: {response.status}"
             assert page.locator("header.top").count() == 1
-            for check in (_no_overflow, _accessible):
+            checks = [_no_overflow, partial(_marked, url=url, links=links), _accessible]
+            if role == "auditor":
+                checks.append(_read_only)
+            for check in checks:
                 try:
                     check(page)
                 except AssertionError as exc:

@@ -1,4 +1,5 @@
-"""An auditor watches the feed in Chromium; a chain completed through the API lights it up live."""
+"""An auditor watches the feed in Chromium; a chain completed through the API lights it up live:
+the rows, the alert and the chart's counts arrive without a reload."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def test_an_alert_appears_without_a_reload_and_shows_its_chain(
         sign_in(page, "aud-auditor", PASSWORD)
         page.goto("/events/")
         page.evaluate("window.__marker = 'no reload'")
+        totals = "[...document.querySelectorAll('#decisions-chart .legend-total')]"
+        series = page.evaluate(f"{totals}.map(e => [e.dataset.series, Number(e.textContent)])")
+        # a firewall's deny is counted as a refusal: three series, not four
+        assert series == [["allow", 0], ["confirm", 0], ["refuse", 0]]
         base = {"agent": "desk", "session": "live-1"}
         for _ in range(3):
             evaluate({"tool": "crm.read", **base})
@@ -52,6 +57,13 @@ def test_an_alert_appears_without_a_reload_and_shows_its_chain(
         alert = page.wait_for_selector("tr.alert-row", timeout=30_000)
         assert page.evaluate("window.__marker") == "no reload"
         assert "exfil chain" in alert.inner_text()
+        # the chart redraws with the rows: the five allowed calls are counted, still no reload
+        page.wait_for_function(
+            "n => Number(document.querySelector("
+            "'#decisions-chart .legend-total[data-series=allow]').textContent) >= n",
+            arg=5,
+        )
+        assert page.evaluate("window.__marker") == "no reload"
         alert.query_selector("a").click()
         chain = page.wait_for_selector("#alert-chain")
         steps = chain.query_selector_all("li")

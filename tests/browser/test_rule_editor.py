@@ -60,6 +60,9 @@ def test_an_editor_builds_reorders_and_tries_a_rule(page, editor, auditor, organ
     page.wait_for_selector("#try-rule")
     assert page.inner_text("#try-rule") == "no internal hosts"
     assert page.inner_text("#try-verdict") == "deny"
+    # the arguments as highlighted JSON, never Python's repr
+    assert json.loads(page.inner_text("#try-arguments")) == {"ip": "10.9.8.7"}
+    assert page.inner_text("#try-arguments .j-key") == '"ip"'
     sign_out(page)
 
     sign_in(page, "aud-auditor", PASSWORD)

@@ -288,3 +288,39 @@ class TestApiKeys:
         assert response.status_code == 400
         assert b"name:" in response.content
         assert not ApiKey.objects.exists()
+
+
+def test_a_refusal_for_want_of_a_role_is_a_page_of_the_console_saying_why(auditor, client_for):
+    response = client_for(auditor).post("/tools/writes", {"tool": "", "enabled": "off"})
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert '<header class="top">' in page and 'rel="stylesheet"' in page
+    assert "Refused: the auditor role cannot do `controls.write`" in page
+    assert page.count('id="refused"') == 1
+
+
+def test_an_htmx_submit_refused_for_the_role_leaves_the_form_and_says_why_beside_it(
+    auditor, organisation, client_for
+):
+    from console.models import OrganisationSettings
+
+    OrganisationSettings.objects.filter(organisation=organisation).update(language="pt-BR")
+    response = client_for(auditor).post(
+        "/tools/writes", {"tool": "", "enabled": "off"}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 403 and response["HX-Reswap"] == "none"
+    body = response.content.decode()
+    assert body.startswith('<div id="refused" hx-swap-oob="true">')
+    assert "o papel auditor não pode fazer `controls.write`" in body and "<header" not in body
+
+
+def test_the_api_refuses_in_json_where_django_refuses():
+    from django.core.exceptions import PermissionDenied
+    from django.test import RequestFactory
+
+    from console.views import permission_denied
+
+    request = RequestFactory().get("/v1/anything")
+    response = permission_denied(request, PermissionDenied("the auditor role cannot do `x`"))
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.utils import timezone
@@ -275,3 +276,6 @@ def test_the_live_poll_redraws_the_chart(feed, organisation, auditor, client_for
         "/events/", {"after": newest}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="event-tbody"
     )
     assert b'id="decisions-chart" hx-swap-oob="true"' in response.content
+    # the chart redrawn counts every row of the feed, not only the rows the poll brings
+    totals = dict(re.findall(rb'data-series="(\w+)">(\d+)<', response.content))
+    assert totals == {b"allow": b"2", b"confirm": b"1", b"refuse": b"2"}

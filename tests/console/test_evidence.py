@@ -3,7 +3,10 @@ an alert page that names its rule and draws its chain as a timeline."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from django.utils import timezone
 
 from console import plain, services
 from console.models import Event
@@ -91,6 +94,9 @@ def test_an_alert_page_names_its_rule_and_draws_its_chain(organisation, auditor,
         )
         for _ in range(12)
     ]
+    first = timezone.now().replace(hour=9, minute=0, second=5, microsecond=0)
+    for i, call in enumerate(calls):  # a minute apart: the step runs from 09:00:05 to 09:11:05
+        Event.objects.filter(pk=call.pk).update(at=first + dt.timedelta(minutes=i))
     alert = Event.objects.create(
         organisation=organisation,
         source="sequence",
@@ -113,5 +119,5 @@ def test_an_alert_page_names_its_rule_and_draws_its_chain(organisation, auditor,
     assert "Alert 117: allow" not in page and "badge decision-allow" not in page
     assert 'verdict-audit">audit</span>' in page and "then hold_session" in page
     step = page.split('class="chain-step"')[1].split("</li>")[0]
-    assert "<code>crm.read</code> × 12" in step
+    assert "<code>crm.read</code> × 12, 09:00:05 to 09:11:05" in step
     assert step.count('href="/events/') == 5 and "and 7 more" in step

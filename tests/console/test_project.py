@@ -105,3 +105,45 @@ def test_seed_demo_leaves_a_refund_in_the_queue_and_counters_on_the_tools_page(c
     page = client.get("/tools/").content.decode()
     row = page.split('data-tool="refund_card"')[1].split("</tr>")[0]
     assert [cell.split("</td>")[0] for cell in row.split("<td>")[2:4]] == ["1", "1"]
+
+
+def test_seed_demo_proves_the_shop_once_with_the_proof_engine(client_for, capsys):
+    from proof import jobspec
+    from proof.engine import report_dict, verify_graph
+    from proof.models import ProofJob
+    from proof.services import spec_of_job
+    from rulebooks.budget import compile_within_budget
+
+    call_command("seed_demo")
+    call_command("seed_demo")
+    organisation = Organisation.objects.get(slug="demo")
+    job = ProofJob.objects.get(organisation=organisation)
+    assert (job.name, job.status, job.progress, job.attempts) == ("shop", "passed", 100, 1)
+    assert job.submitted_by == "user:demo-editor" and job.finished_at is not None
+    # the row holds what the engine answers for the job it keeps, not a made-up report
+    doc = jobspec.job_document(spec_of_job(job), compile_rulebook=compile_within_budget)
+    report = verify_graph(doc, depth=job.session_steps, turns=job.turns, file=job.name)
+    assert job.report == report_dict(report)
+    assert [f["rule"] for f in job.report["findings"]] == ["QG023", "QG105"]
+    assert job.findings_count == 2 and job.gate_passed is True
+    client = client_for()
+    client.post("/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"})
+    page = client.get(f"/proofs/{job.public_id}/").content.decode()
+    assert "Gate: passed" in page and 'data-rule="QG105"' in page
+
+
+def test_seed_demo_keeps_two_compiled_versions_of_the_shops_rulebook(client_for, capsys):
+    from rulebooks.models import Rulebook
+
+    call_command("seed_demo")
+    call_command("seed_demo")
+    rulebook = Rulebook.objects.get(organisation__slug="demo")
+    v1, v2 = rulebook.versions.order_by("number")
+    assert (v1.number, v2.number, rulebook.versions.count()) == (1, 2, 2)
+    assert v1.sha256 != v2.sha256
+    assert sorted(v1.record["tools"]) == ["refund_card"]
+    assert sorted(v2.record["tools"]) == ["charge_card", "refund_card"]
+    client = client_for()
+    client.post("/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"})
+    page = client.get(f"/rulebooks/{rulebook.pk}/compare?a=1&b=2").content.decode()
+    assert "+tool charge_card: flows charges; facts card_on_file" in page

@@ -40,6 +40,8 @@ def test_the_page_shows_values_only_to_an_auditor(auditor, client_for):
     page = client_for(auditor).get("/settings/")
     assert b'name="on_unread"' not in page.content
     assert b'id="value-on_unread"' in page.content
+    main = page.content.split(b"<main>", 1)[1]
+    assert b"<form" not in main and b"hx-post" not in main  # nothing to post
 
 
 def test_an_htmx_save_returns_the_form_with_saved(editor, organisation, client_for):

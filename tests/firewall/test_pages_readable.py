@@ -45,11 +45,42 @@ def test_an_editors_rule_page_is_the_form(rule, editor, client_for):
     assert b"Delete this rule" in page.content
 
 
-def test_the_rules_table_says_each_rules_conditions(rule, auditor, client_for):
-    page = client_for(auditor).get(f"/firewall/{rule.policy_id}/")
-    assert (
-        b'<td class="rule-line"><code>http.* at tool_call where $.ip in 10.0.0.0/8' in page.content
+def test_the_rules_table_says_each_rules_conditions_mode_and_matches(
+    rule, editor, auditor, client_for
+):
+    from console.access import Actor
+    from firewall import services
+
+    actor = Actor(
+        organisation=rule.organisation, role="editor", label="user:eve-editor", user_id=editor.pk
     )
+    services.rule_create(
+        actor=actor,
+        policy=rule.policy,
+        data={
+            "name": "watch",
+            "priority": 1,
+            "tool_name_glob": "http.*",
+            "verdict": "deny",
+            "mode": "shadow",
+        },
+    )
+    services.policy_publish(actor=actor, policy=rule.policy)
+    for ip in ("10.1.2.3", "10.4.5.6", "192.0.2.1"):
+        services.firewall_evaluate(actor=actor, call={"tool": "http.get", "arguments": {"ip": ip}})
+    page = client_for(auditor).get(f"/firewall/{rule.policy_id}/").content.decode()
+
+    def cells(name: str) -> list[str]:
+        row = page.split(f'data-rule="{name}"')[1].split("</tr>")[0]
+        return [re.sub(r"<[^>]+>", "", c.split("</td>")[0]) for c in row.split("<td")[1:]]
+
+    enforcing, shadow = cells("no internal"), cells("watch")
+    assert enforcing[3].endswith("http.* at tool_call where $.ip in 10.0.0.0/8 → deny")
+    # its mode, its matches (hour / day) and its would-be matches in shadow (hour / day)
+    assert enforcing[5:8] == [">enforce", ">2 / 2", ">0 / 0"]
+    assert shadow[3].endswith("http.* → deny")
+    # the shadow rule never decides: it is counted for the 3 calls it would have denied
+    assert shadow[5:8] == [">shadow", ">0 / 0", ">3 / 3"]
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from console.models import AuditRow
 from guard.counters import count
+from guard.engine.execution import COUNTERS
 from guard.models import WriteSwitch
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +24,10 @@ def test_the_page_shows_each_tools_counters(organisation, other_organisation, au
     cells = [cell.split("</td>")[0] for cell in row.split("<td>")[2:9]]
     # schema_valid, schema_rejected, blocked_actions, duplicates, denied, partial, effects
     assert cells == ["0", "0", "1", "0", "0", "0", "3"]
+    # headed in words; the counters' own names stay for Prometheus, in the cells' data
+    headings = re.findall(r'data-counter="([a-z_]+)">([^<]+)</th>', page)
+    assert [name for name, _ in headings] == list(COUNTERS)
+    assert all("_" not in label and label[0].isupper() for _, label in headings), headings
     assert "Switch every write off" not in page  # an auditor reads, and cannot switch
 
 

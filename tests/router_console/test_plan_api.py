@@ -108,5 +108,7 @@ def test_the_try_a_turn_page_shows_the_question_a_write_asks(
         'id="plan-question" lang="pt-BR">Refunds an amount of an order to the card it was paid '
         "with (pedido 4411 e valor 40,00). Posso seguir?<"
     ) in content
-    # the call's arguments as JSON, not Python's repr
+    # the call's arguments as highlighted JSON, not Python's repr
     assert "{&#x27;order_id&#x27;" not in content and "{'order_id'" not in content
+    arguments = content.split('id="plan-arguments">')[1].split("</code>")[0]
+    assert '<span class="j-key">&quot;order_id&quot;</span>: <span class="j-str">' in arguments

@@ -1,4 +1,12 @@
-"""Create (or refresh) the demo organisation with one person per role, and print how to sign in."""
+"""Create (or refresh) the demo organisation with one person per role, and print how to sign in.
+
+Idempotent: run twice, it refreshes the people and adds only what is missing (`make run` runs it
+every time). Besides the people it leaves what each page needs to show something real: events, a
+published firewall policy, two compiled versions of the shop's rulebook (the compare page diffs
+them), the shop's desk run through the executor (a refund waiting for approval), and the shop's
+agents proved by the proof engine in process (the body of the Celery task), so the Proofs page
+has a finished job with its findings.
+"""
 
 from __future__ import annotations
 
@@ -77,6 +85,9 @@ class Command(BaseCommand):
                     )
             self._policy_and_rulebook(organisation)
             self._executor_runs(organisation)
+        # Outside the transaction above: a proof claims its job and writes its result in
+        # transactions of its own, as it does on a worker.
+        self._proof_job(organisation)
         self.stdout.write(f"Demo organisation `{organisation.name}` is ready. Sign in with:")
         for role, username in people:
             self.stdout.write(f"  {role:9} {username:16} password: {password}")
@@ -99,10 +110,15 @@ class Command(BaseCommand):
             policy = Policy.objects.get(organisation=organisation, name=DEMO_POLICY["name"])
             firewall_services.preset_apply(actor=actor, policy=policy, preset="tight")
             firewall_services.policy_publish(actor=actor, policy=policy, note="the demo's policy")
-        if not Rulebook.objects.filter(organisation=organisation).exists():
-            source = Path(settings.SITE_DIR) / "examples" / "shop" / "policy.co"
+        first = (Path(settings.SITE_DIR) / "examples" / "shop" / "policy.co").read_bytes()
+        versions = [first, first + DEMO_RULEBOOK_V2_ADDS.encode()]
+        rulebook = Rulebook.objects.filter(organisation=organisation, name="shop").first()
+        have = rulebook.versions.count() if rulebook is not None else 0
+        if rulebook is None and Rulebook.objects.filter(organisation=organisation).exists():
+            return  # the organisation keeps rulebooks of its own: leave them as they are
+        for data in versions[have:]:
             rulebook_services.rulebook_upload(
-                actor=actor, name="shop", data=source.read_bytes(), filename="policy.co"
+                actor=actor, name="shop", data=data, filename="policy.co"
             )
 
     def _executor_runs(self, organisation) -> None:  # noqa: ANN001
@@ -157,6 +173,58 @@ class Command(BaseCommand):
             context={"order_paid": True},
         )
 
+    def _proof_job(self, organisation) -> None:  # noqa: ANN001
+        """The shop's agents proved once, as an editor submits them from the Proofs page: the
+        job is queued by the service the page calls and proved here by `proof_job_run`, the body
+        of the worker's task (a worker that later takes the task finds it finished)."""
+        from pathlib import Path
+
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+
+        from console.access import Actor
+        from proof.models import ProofJob
+        from proof.services import proof_job_run, proof_job_submit
+        from stalwart_agents import Agent
+
+        editor = get_user_model().objects.get(username="demo-editor")
+        actor = Actor(
+            organisation=organisation, role="editor", label="user:demo-editor", user_id=editor.pk
+        )
+        job = ProofJob.objects.filter(
+            organisation=organisation, name=DEMO_PROOF_NAME, submitted_by=actor.label
+        ).first()
+        if job is None:
+            shop = Agent.from_file(
+                Path(settings.SITE_DIR) / "examples" / "shop" / "agent.yaml", verify=False
+            )
+            body = {
+                "graph": shop.export(),
+                "catalogue": shop.catalogue(),
+                "rulebook": shop.rules().record,
+                "name": DEMO_PROOF_NAME,
+            }
+            job = proof_job_submit(actor=actor, body=body)
+        if not job.finished:
+            proof_job_run(job_id=job.pk)
+
+
+#: The label of the demo's proof job (the shop's agents, as `examples/shop/agent.yaml` has them).
+DEMO_PROOF_NAME = "shop"
+#: What the second version of the shop's rulebook adds to `examples/shop/policy.co`: a charge runs
+#: only for an order with a card on file.
+DEMO_RULEBOOK_V2_ADDS = """
+define user ask charge
+  "cobre o pedido 4411"
+  "charge the card of order 4411"
+
+define flow charges
+  user ask charge
+  if $card_on_file
+    execute charge_card
+  else
+    bot refuse
+"""
 
 DEMO_POLICY = {
     "name": "production",
