@@ -48,6 +48,7 @@ PAGES = [
     ("try-a-turn", "demo-admin", "/try/"),
     ("events", "demo-auditor", "/events/"),
     ("event", "demo-auditor", "/events/{event}/"),
+    ("alert", "demo-auditor", "/events/{alert}/"),
     ("audit", "demo-auditor", "/audit/"),
     ("people", "demo-admin", "/members/"),
     ("invitations", "demo-admin", "/invitations/"),
@@ -100,10 +101,11 @@ def main(argv: list[str]) -> int:
                     "from firewall.models import Policy; from rulebooks.models import Rulebook; "
                     "from console.models import Event; from proof.models import ProofJob; "
                     "p = Policy.objects.order_by('id').first(); "
-                    "e = Event.objects.exclude(detail={}).order_by('-id').first(); "
+                    "e = Event.objects.exclude(detail={}).filter(is_alert=False).order_by('-id').first(); "
                     "print('ids', p.pk, p.rules.order_by('priority', 'id').first().pk, "
                     "Rulebook.objects.order_by('id').first().pk, e.pk, "
-                    "ProofJob.objects.filter(report__isnull=False).get().public_id)"
+                    "ProofJob.objects.filter(report__isnull=False).get().public_id, "
+                    "Event.objects.filter(is_alert=True).order_by('id').first().pk)"
                 ),
             )
             .split("ids ", 1)[1]
@@ -150,6 +152,7 @@ def main(argv: list[str]) -> int:
                                     rulebook=ids[2],
                                     event=ids[3],
                                     proof=ids[4],
+                                    alert=ids[5],
                                 )
                             )
                             page.wait_for_load_state("networkidle")

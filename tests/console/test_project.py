@@ -147,3 +147,22 @@ def test_seed_demo_keeps_two_compiled_versions_of_the_shops_rulebook(client_for,
     client.post("/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"})
     page = client.get(f"/rulebooks/{rulebook.pk}/compare?a=1&b=2").content.decode()
     assert "+tool charge_card: flows charges; facts card_on_file" in page
+
+
+def test_seed_demo_raises_the_exfil_chains_alert_once_through_the_matcher(client_for, capsys):
+    from console.models import Event, SessionHold
+
+    call_command("seed_demo")
+    call_command("seed_demo")
+    organisation = Organisation.objects.get(slug="demo")
+    alert = Event.objects.get(organisation=organisation, is_alert=True)
+    assert (alert.rule, alert.source, alert.session) == ("exfil chain", "sequence", "demo-exfil-1")
+    # the chain's calls are the firewall's recorded decisions, each taken by the matcher
+    chain = Event.objects.filter(organisation=organisation, session="demo-exfil-1", is_alert=False)
+    assert chain.count() == 52 and not chain.exclude(match_state="matched").exists()
+    hold = SessionHold.objects.get(organisation=organisation, session="demo-exfil-1")
+    assert hold.alert_id == alert.pk and hold.released_at is None
+    client = client_for()
+    client.post("/accounts/login/", {"username": "demo-auditor", "password": "stalwart-demo"})
+    page = client.get(f"/events/{alert.pk}/").content.decode()
+    assert "Alert" in page and "exfil chain" in page

