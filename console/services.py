@@ -663,49 +663,6 @@ def _event_recorded(organisation: Organisation, events: list[Event]) -> None:
         )
 
 
-def events_insert(events: list[Event]) -> list[Event]:
-    """Write `events` in one INSERT and give each its id (`bulk_create`'s rows, built here).
-
-    On PostgreSQL the statement is written out, one row of placeholders per event and each
-    value prepared by its own field (`get_db_prep_save`, as the ORM prepares it): building the
-    INSERT took the ORM's compiler longer than the database took to run it. Elsewhere,
-    `bulk_create`.
-    """
-    from django.db import connection
-
-    if not events:
-        return events
-    if connection.vendor != "postgresql":
-        return Event.objects.bulk_create(events)
-    fields = _insert_fields()
-    values = [
-        field.get_db_prep_save(field.pre_save(event, True), connection)
-        for event in events
-        for field in fields
-    ]
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = f"{_insert_head()} VALUES {', '.join([row] * len(events))} RETURNING id"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        ids = [found[0] for found in cursor.fetchall()]
-    for event, pk in zip(events, ids, strict=True):
-        event.pk = pk
-        event._state.adding, event._state.db = False, connection.alias
-    return events
-
-
-def _insert_fields() -> list[Any]:
-    return [field for field in Event._meta.concrete_fields if not field.primary_key]
-
-
-def _insert_head() -> str:
-    from django.db import connection
-
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in _insert_fields())
-    return f"INSERT INTO {quote(Event._meta.db_table)} ({columns})"
-
-
 def event_record(*, organisation: Organisation, **fields: Any) -> Event:
     """Record a decision in the event feed, with its detail redacted before it is written.
 
@@ -716,7 +673,7 @@ def event_record(*, organisation: Organisation, **fields: Any) -> Event:
     and for a record sent by a runtime its time (`at`), `record_id` and `match_state`.
     """
     event = _event_row(organisation=organisation, **fields)
-    events_insert([event])
+    event.save(force_insert=True)
     _event_recorded(organisation, [event])
     return event
 
@@ -725,7 +682,7 @@ def events_record(*, organisation: Organisation, items: list[dict[str, Any]]) ->
     """`event_record` for many events at once (one INSERT; a runtime's batch of decision logs)."""
     events = [_event_row(organisation=organisation, **item) for item in items]
     if events:
-        events = events_insert(events)
+        events = Event.objects.bulk_create(events)
         _event_recorded(organisation, events)
     return events
 
