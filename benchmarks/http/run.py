@@ -91,7 +91,8 @@ def server_cpu(master: int) -> tuple[float, list[int]]:
 
 class DatabaseCpu:
     """CPU seconds of the PostgreSQL backends connected to the benchmark's database (not this
-    reader's own), read from /proc; None where /proc does not show them (a server elsewhere)."""
+    reader's own), read from /proc; None where /proc does not show them (a server elsewhere).
+    None connected (the no-op's workers, once replaced, open none) is no time at all."""
 
     def __init__(self, url: str) -> None:
         import psycopg
@@ -108,7 +109,7 @@ class DatabaseCpu:
 
     def seconds(self) -> dict[int, float] | None:
         pids = self.pids()
-        if not pids or all(_stat(pid) is None for pid in pids):
+        if pids and all(_stat(pid) is None for pid in pids):
             return None
         return {pid: _cpu_of(pid) for pid in pids}
 
@@ -378,12 +379,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--quick", action="store_true", help="3 s per figure")
+    parser.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="gunicorn's max_requests for the run (STALWART_WEB_MAX_REQUESTS; 0: never replace "
+        "a worker); default: the console's config (5,000), so a fast endpoint's phase may "
+        "replace workers, whose start-up CPU then counts in its figures (the table says so)",
+    )
     args = parser.parse_args(argv)
     seconds = 3.0 if args.quick else args.seconds
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
     env, seeded = prepare(args.database_url, args.redis_url, var, args.clients)
+    if args.max_requests is not None:
+        env["STALWART_WEB_MAX_REQUESTS"] = str(args.max_requests)
     endpoints = _endpoints(seeded["sessions"], args.clients)
 
     print(
@@ -391,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {_load()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
-        f"{args.clients} clients, {seconds:g} s per figure, after {warm:g} s of warm-up per endpoint"
+        f"{args.clients} clients, {seconds:g} s per figure, after {warm:g} s of warm-up per "
+        f"endpoint; gunicorn max_requests {env.get('STALWART_WEB_MAX_REQUESTS') or 'as configured'}; "
+        f"group commit {'off' if env.get('STALWART_EVENT_GROUP_COMMIT') == '0' else 'on'}"
     )
     print()
     print(
