@@ -139,9 +139,10 @@ class EventWriter:
                     _event_recorded(job.organisation, job.events)
 
     def _one_by_one(self, batch: list[Job]) -> None:
-        if connection.needs_rollback or not connection.is_usable():
-            connection.close()
         for job in batch:
+            # After an error other than a refused row, the connection is replaced, not trusted.
+            if connection.connection is not None and connection.errors_occurred:
+                connection.close()
             try:
                 self._commit([job])
             except BaseException as exc:  # noqa: BLE001 - this decision fails closed, alone
