@@ -723,8 +723,9 @@ def malformed_call_record(
 KICK_MS = 200
 
 
-def _first_in_window(key: str) -> bool:
-    """True for the first caller in the window (Redis `SET NX PX` when Redis is configured)."""
+def _first_in_window(key: str) -> tuple[bool, int]:
+    """Whether this caller is the first in the window (Redis `SET NX PX` when Redis is
+    configured), and otherwise the milliseconds the window has left (0 when unknown)."""
     from django.conf import settings
     from django.core.cache import cache
 
@@ -734,20 +735,42 @@ def _first_in_window(key: str) -> bool:
         global _redis
         if _redis is None:
             _redis = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
-        return bool(_redis.set(key, 1, nx=True, px=KICK_MS))
-    return bool(cache.add(key, 1, timeout=1))
+        pipe = _redis.pipeline(transaction=False)
+        pipe.set(key, 1, nx=True, px=KICK_MS)
+        pipe.pttl(key)
+        first, left = pipe.execute()
+        return bool(first), max(0, int(left or 0))
+    return bool(cache.add(key, 1, timeout=1)), 0
 
 
 _redis = None
+# Until when (monotonic seconds) a drain already asked for covers this process's events, per
+# shard: a drain is sent for its window's end and reads every event committed before it starts,
+# so an event committed inside a window it has seen asks nothing of Redis.
+_covered_until: dict[int, float] = {}
 
 
 def kick_matcher(shard: int) -> None:
-    """Ask a worker to drain the shard, once per shard and window."""
+    """Ask a worker to drain the shard, once per shard and window.
+
+    The window is shared by every process through Redis; once this process knows a window's
+    end (its own window, or the one another process opened), the shard's events committed here
+    before that end cost nothing more (no round trip per event).
+    """
+    import time
+
     from console.celery import app
 
+    now = time.monotonic()
+    if now < _covered_until.get(shard, 0.0):
+        return
     try:
-        if _first_in_window(f"stalwart:kick:{shard}"):
+        first, left_ms = _first_in_window(f"stalwart:kick:{shard}")
+        if first:
             app.send_task("firewall.match_shard", args=[shard], countdown=KICK_MS / 1000)
+            left_ms = KICK_MS
+        # The drain starts at the window's end or later: up to then, it covers what commits here.
+        _covered_until[shard] = now + left_ms / 1000
     except Exception:  # noqa: BLE001 - the broker or Redis is down: the sweeper takes over
         log.warning("could not ask for a drain of shard %s; the sweeper will", shard)
 

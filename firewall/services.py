@@ -10,6 +10,7 @@ handful of queries rather than several per rule.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import uuid
@@ -901,7 +902,6 @@ def _sequence_rules(actor: Actor, published: tuple[uuid.UUID, int] | None, *, gi
 
 
 @decision_span("firewall")
-@transaction.atomic
 def firewall_evaluate(
     *,
     actor: Actor,
@@ -921,7 +921,38 @@ def firewall_evaluate(
     events too when the policy has sequence rules, since those rules read every call. Without
     an active policy nothing can decide, so the call is refused (`no_active_policy`), and so it is
     when the policy has no published version (`policy_not_published`).
+
+    Recorded outside a transaction on PostgreSQL (a served request), the call is decided in
+    autocommit and its event, with its rules' match counts, is written by the process's event
+    writer together with the concurrent decisions' (`console.eventwriter`, group commit); the
+    answer is returned only once that transaction has committed. Everywhere else (a token to
+    spend, inside a caller's transaction, SQLite, the setting off), the decision and its writes
+    are one transaction of their own, as is an approval request's.
     """
+    from console import eventwriter
+
+    group = eventwriter.writer() if record and token is None else None
+    if group is None:
+        with transaction.atomic():
+            return _firewall_evaluate(
+                actor=actor, call=call, policy=policy, record=record, token=token, draft=draft
+            )
+    return _firewall_evaluate(
+        actor=actor, call=call, policy=policy, record=record, token=None, draft=draft, group=True
+    )
+
+
+def _firewall_evaluate(
+    *,
+    actor: Actor,
+    call: dict[str, Any],
+    policy: Policy | None,
+    record: bool,
+    token: str | None,
+    draft: bool,
+    group: bool = False,
+) -> dict[str, Any]:
+
     if draft and record:
         raise ValueError("a draft never decides a recorded call")
     require(actor, "firewall.evaluate" if record else "firewall.read")
@@ -950,42 +981,63 @@ def firewall_evaluate(
     result["policy_version"] = decided_by
     if not record:
         return result
-    if result["verdict"] == "require_approval":
-        from guard.approvals import firewall_request_create
-
-        result["approval"] = str(
-            firewall_request_create(actor=actor, call=call, decision=result).public_id
-        )
     matches = [(result["rule_id"], "enforce")] if isinstance(result["rule_id"], int) else []
     matches += [
         (s["rule_id"], "shadow") for s in result["shadow"] if isinstance(s.get("rule_id"), int)
     ]
-    count_matches(matches)
     plain_allow = result["verdict"] == "allow" and not result["shadow"] and in_shadow is None
+    event = None
     if not plain_allow or (policy is not None and _sequence_rules(actor, published, given=given)):
-        event_record(
-            organisation=actor.organisation,
-            source="firewall",
-            decision=result["decision"],
-            verdict=result["verdict"],
-            session=str(call.get("session", "")),
-            # the normal form: a chain, a hold and a switch are one for `Desk` and `desk`
-            agent=name_key(call.get("agent", "")),
-            tool=str(call.get("tool", "")),
-            stage=str(
-                call.get("stage", "") or ("egress" if call.get("destination") else "tool_call")
-            ),
-            reasons=result["reasons"],
-            rule=result["rule"] or "",
-            detail={
-                "policy": result["policy"],
-                "policy_version": result["policy_version"],
-                "call": call,
-                "arguments_after": result["arguments"],
-                "shadow": result["shadow"],
-                "cap_cost_cents": result["cap_cost_cents"],
-                "errors": result["errors"],
-                **({"draft": in_shadow} if in_shadow else {}),
-            },
-        )
+        event = _evaluated_event(call, result, in_shadow)
+    if group and result["verdict"] != "require_approval":
+        from console import eventwriter
+        from console.services import _event_row
+
+        if event is not None or matches:
+            rows = [] if event is None else [_event_row(organisation=actor.organisation, **event)]
+            also = (lambda: count_matches(matches)) if matches else None
+            eventwriter.store(
+                eventwriter.Job(organisation=actor.organisation, rows=rows, also=also)
+            )
+        return result
+    # Grouped, an approval request is written with its event in a transaction of its own here;
+    # otherwise this is already inside the decision's transaction.
+    with transaction.atomic() if group else contextlib.nullcontext():
+        if result["verdict"] == "require_approval":
+            from guard.approvals import firewall_request_create
+
+            result["approval"] = str(
+                firewall_request_create(actor=actor, call=call, decision=result).public_id
+            )
+        count_matches(matches)
+        if event is not None:
+            event_record(organisation=actor.organisation, **event)
     return result
+
+
+def _evaluated_event(
+    call: dict[str, Any], result: dict[str, Any], in_shadow: Any
+) -> dict[str, Any]:
+    """The event's fields for an evaluated call (`console.services._event_row`'s)."""
+    return dict(
+        source="firewall",
+        decision=result["decision"],
+        verdict=result["verdict"],
+        session=str(call.get("session", "")),
+        # the normal form: a chain, a hold and a switch are one for `Desk` and `desk`
+        agent=name_key(call.get("agent", "")),
+        tool=str(call.get("tool", "")),
+        stage=str(call.get("stage", "") or ("egress" if call.get("destination") else "tool_call")),
+        reasons=result["reasons"],
+        rule=result["rule"] or "",
+        detail={
+            "policy": result["policy"],
+            "policy_version": result["policy_version"],
+            "call": call,
+            "arguments_after": result["arguments"],
+            "shadow": result["shadow"],
+            "cap_cost_cents": result["cap_cost_cents"],
+            "errors": result["errors"],
+            **({"draft": in_shadow} if in_shadow else {}),
+        },
+    )

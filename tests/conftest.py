@@ -6,6 +6,7 @@ Django is imported inside the fixtures, so the engines' tests run without it (`-
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -45,6 +46,17 @@ def _own_state_folder(tmp_path_factory, monkeypatch):  # noqa: ANN001, ANN202
     run's own, never in the user's state folder that other runs on the machine share."""
     if "STALWART_SPOOL" not in os.environ:
         monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.getbasetemp() / "state"))
+
+
+@pytest.fixture(autouse=True)
+def _event_writer_stopped():  # noqa: ANN202
+    """A test that made decisions outside a transaction on PostgreSQL started its process's event
+    writer (console/eventwriter.py): it is ended after the test, with its connection, so that
+    the test database can be flushed and dropped."""
+    yield
+    writer = sys.modules.get("console.eventwriter")
+    if writer is not None:
+        writer.stop()
 
 
 @pytest.fixture

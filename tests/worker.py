@@ -87,4 +87,5 @@ def use_broker(url: str) -> str:
     app.amqp._producer_pool = None
     app.conf.broker_url = url
     services._redis = None
+    services._covered_until.clear()
     return before

@@ -33,7 +33,15 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.http.run import _free_port, _wait_ready, fresh_console, prepare, serve
+from benchmarks.http.run import (
+    DatabaseCpu,
+    _free_port,
+    _wait_ready,
+    fresh_console,
+    prepare,
+    serve,
+    server_cpu,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_decisionlog"
@@ -135,7 +143,7 @@ def delay(url: str, key: str, database: str, rate: int, seconds: float, var: Pat
     }
 
 
-def ingest(url: str, key: str, backlog: int, var: Path) -> dict:
+def ingest(url: str, key: str, backlog: int, var: Path, master: int, database: str) -> dict:
     from stalwart_agents.spool import Shipper, Spool
 
     spool = Spool(var / "ingest-spool.sqlite3")
@@ -145,12 +153,27 @@ def ingest(url: str, key: str, backlog: int, var: Path) -> dict:
         sessions[i % len(sessions)].check("get_order", {"order_id": f"B{i % 997}"})
     spooled = backlog / (time.perf_counter() - made_start)
     shipper = Shipper(spool, url=url, api_key=key, batch=500, interval=0.05)
+    backends = DatabaseCpu(database)
+    server_before, _ = server_cpu(master)
+    database_before = backends.seconds()
     started = time.perf_counter()
     shipper.start()
     assert shipper.flush(600), "the spool did not drain"
     elapsed = time.perf_counter() - started
+    server_after, _ = server_cpu(master)
+    database_after = backends.seconds()
+    backends.close()
     shipper.stop()
-    return {"backlog": backlog, "rate": backlog / elapsed, "spooled": spooled}
+    used = None
+    if database_before is not None and database_after is not None:
+        used = sum(t - database_before.get(pid, 0.0) for pid, t in database_after.items())
+    return {
+        "backlog": backlog,
+        "rate": backlog / elapsed,
+        "spooled": spooled,
+        "server_ms": (server_after - server_before) * 1000 / backlog,
+        "database_ms": None if used is None else used * 1000 / backlog,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,11 +219,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"feed, {result['within_2s']:.1%} within 2 s; load average {_load()}",
                 flush=True,
             )
-        rate = ingest(url, seeded["key"], args.backlog, var)
+        rate = ingest(url, seeded["key"], args.backlog, var, server.pid, args.database_url)
+        database_ms = (
+            "n/a" if rate["database_ms"] is None else f"{rate['database_ms'] * 1000:,.0f} µs"
+        )
         print(
             f"ingest, a spool of {rate['backlog']:,} records drained: {rate['rate']:,.0f} records/s "
-            f"(batches of 500; the runtime spooled {rate['spooled']:,.0f} decisions/s); "
-            f"load average {_load()}",
+            f"(batches of 500; the runtime spooled {rate['spooled']:,.0f} decisions/s); CPU per "
+            f"record: console (gunicorn) {rate['server_ms'] * 1000:,.0f} µs, database "
+            f"{database_ms}; load average {_load()}",
             flush=True,
         )
     finally:

@@ -12,13 +12,21 @@ keep-alive, one request at a time each) for a fixed time after a warm-up, then b
   catalogue (one session per client: a check locks its session's row, as one agent's calls are
   serialised).
 
-The ratio is the endpoint's cost per request (1/throughput) over the no-op's, in the same run;
-the machine is shared, so read the ratios first. Run: `python -m benchmarks.http [--quick]`.
+Two ratios to the no-op, both from the same run: "cost × no-op" is the endpoint's wall cost per
+request (1/throughput) over the no-op's, which moves with whatever else the machine runs; "CPU ×
+no-op" is the server's CPU time per request over the no-op's, which does not. The server's CPU is
+read from /proc before and after each phase: every gunicorn process's user and system time (the
+master, its live workers, and the workers it reaped meanwhile, through the master's children's
+times, so a worker replaced after `max_requests` is still counted), divided by the requests
+answered in the phase; beside it the same for the database's backends serving the console's
+connections (`pg_stat_activity` of the benchmark's database, when /proc shows them: PostgreSQL on
+this machine) and for the harness's own client processes. Run: `python -m benchmarks.http [--quick]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import multiprocessing
@@ -38,6 +46,75 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/stalwart_bench_http"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/15"
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command (field 3, the state, first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _cpu_of(pid: int, *, reaped: bool = False) -> float:
+    """A process's user and system seconds (with `reaped`, those of its waited-for children too)."""
+    fields = _stat(pid)
+    if fields is None:
+        return 0.0
+    # utime, stime, cutime, cstime are fields 14-17 of stat: 11-14 counted from the state.
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / CLOCK_TICKS
+
+
+def _children(parent: int) -> list[int]:
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields is not None and int(fields[1]) == parent:
+                pids.append(int(entry.name))
+    return pids
+
+
+def server_cpu(master: int) -> tuple[float, list[int]]:
+    """CPU seconds of gunicorn so far: the master with every worker it reaped, and the live
+    workers; and the live workers' pids (a phase that replaced one says so)."""
+    workers = _children(master)
+    return _cpu_of(master, reaped=True) + sum(_cpu_of(pid) for pid in workers), workers
+
+
+class DatabaseCpu:
+    """CPU seconds of the PostgreSQL backends connected to the benchmark's database (not this
+    reader's own), read from /proc; None where /proc does not show them (a server elsewhere).
+    None connected (the no-op's workers, once replaced, open none) is no time at all."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.connection = psycopg.connect(url, autocommit=True)
+        self.name = urlsplit(url).path.lstrip("/")
+
+    def pids(self) -> list[int]:
+        rows = self.connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (self.name,),
+        ).fetchall()
+        return [pid for (pid,) in rows]
+
+    def seconds(self) -> dict[int, float] | None:
+        pids = self.pids()
+        if pids and all(_stat(pid) is None for pid in pids):
+            return None
+        return {pid: _cpu_of(pid) for pid in pids}
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def _free_port() -> int:
@@ -77,14 +154,15 @@ def _environment(database: str, redis_url: str, var: str) -> dict[str, str]:
     }
 
 
-def _client(args: tuple) -> tuple[list[float], int]:
-    """One client: requests one after another on one connection; latencies in the window."""
+def _client(args: tuple) -> tuple[list[float], int, int]:
+    """One client: requests one after another on one connection; latencies in the window, the
+    errors among them, and every request it made (the window's start included)."""
     port, method, path, body, key, start_at, stop_at = args
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     payload = json.dumps(body).encode() if body is not None else None
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     latencies: list[float] = []
-    errors = 0
+    errors = made = 0
     while True:
         began = time.perf_counter()
         if began >= stop_at:
@@ -100,11 +178,12 @@ def _client(args: tuple) -> tuple[list[float], int]:
             ok = False
             connection.close()
         ended = time.perf_counter()
+        made += 1
         if began >= start_at:
             latencies.append(ended - began)
             errors += not ok
     connection.close()
-    return latencies, errors
+    return latencies, errors, made
 
 
 def _drive(
@@ -119,16 +198,66 @@ def _drive(
     stop_at = start_at + seconds
     jobs = [(port, method, path, body, key, start_at, stop_at) for method, path, body in requests]
     results = pool.map(_client, jobs)
-    latencies = sorted(x for lat, _ in results for x in lat)
-    errors = sum(e for _, e in results)
+    latencies = sorted(x for lat, _, _ in results for x in lat)
+    errors = sum(e for _, e, _ in results)
+    made = sum(m for _, _, m in results)
     if not latencies:
-        return {"rps": 0.0, "p50": float("nan"), "p99": float("nan"), "errors": errors, "n": 0}
+        return {
+            "rps": 0.0,
+            "p50": float("nan"),
+            "p99": float("nan"),
+            "errors": errors,
+            "n": 0,
+            "made": made,
+        }
     return {
+        "made": made,
         "rps": len(latencies) / seconds,
         "p50": statistics.median(latencies) * 1000,
         "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "errors": errors,
         "n": len(latencies),
+    }
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _times(value: float, baseline: float) -> str:
+    return f"{value / baseline:.2f}" if baseline else "n/a"
+
+
+def _measured(
+    drive: Any, master: int, database: DatabaseCpu, clients: list[int]
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """`drive()`'s figures, and the CPU milliseconds per answered request it cost the server
+    (gunicorn), the database's backends and the harness's clients, from /proc before and after.
+
+    The CPU is read across the whole phase (its unmeasured first half-second included), so it
+    is divided by every request the clients made in the phase.
+    """
+    server_before, workers_before = server_cpu(master)
+    database_before = database.seconds()
+    clients_before = sum(_cpu_of(pid) for pid in clients)
+    figures = drive()
+    server_after, workers_after = server_cpu(master)
+    database_after = database.seconds()
+    clients_after = sum(_cpu_of(pid) for pid in clients)
+    answered = max(1, figures["made"])
+    used = None
+    if database_before is not None and database_after is not None:
+        used = sum(t - database_before.get(pid, 0.0) for pid, t in database_after.items())
+    replaced = len(set(workers_before) - set(workers_after))
+    return figures, {
+        "server": (server_after - server_before) * 1000 / answered,
+        "database": None if used is None else used * 1000 / answered,
+        "clients": (clients_after - clients_before) * 1000 / answered,
+        "note": f" ({replaced} worker(s) replaced)" if replaced else "",
     }
 
 
@@ -250,28 +379,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--quick", action="store_true", help="3 s per figure")
+    parser.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="gunicorn's max_requests for the run (STALWART_WEB_MAX_REQUESTS; 0: never replace "
+        "a worker); default: the console's config (5,000), so a fast endpoint's phase may "
+        "replace workers, whose start-up CPU then counts in its figures (the table says so)",
+    )
     args = parser.parse_args(argv)
     seconds = 3.0 if args.quick else args.seconds
     warm = 3.0 if args.quick else 5.0
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
     env, seeded = prepare(args.database_url, args.redis_url, var, args.clients)
+    if args.max_requests is not None:
+        env["STALWART_WEB_MAX_REQUESTS"] = str(args.max_requests)
     endpoints = _endpoints(seeded["sessions"], args.clients)
 
     print(
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
-        f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"load average {_load()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
-        f"{args.clients} clients, {seconds:g} s per figure, after {warm:g} s of warm-up per endpoint"
+        f"{args.clients} clients, {seconds:g} s per figure, after {warm:g} s of warm-up per "
+        f"endpoint; gunicorn max_requests {env.get('STALWART_WEB_MAX_REQUESTS') or 'as configured'}; "
+        f"group commit {'off' if env.get('STALWART_EVENT_GROUP_COMMIT') == '0' else 'on'}"
     )
     print()
     print(
-        "| workers | endpoint | req/s | p50 ms | p99 ms | cost × no-op | 1 client p50 ms | errors |"
+        "| workers | endpoint | req/s | p50 ms | p99 ms | cost × no-op | server CPU ms/req "
+        "| CPU × no-op | database CPU ms/req | (server + database) × no-op | client CPU ms/req "
+        "| 1 client p50 ms | 1 client server CPU ms/req | errors | load |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     log = Path(var) / "gunicorn.log"
+    database_cpu = DatabaseCpu(args.database_url)
     with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
+        clients = [process.pid for process in pool._pool]
         for workers in args.workers:
             port = _free_port()
             server = serve(env, port, workers, log)
@@ -281,23 +426,40 @@ def main(argv: list[str] | None = None) -> int:
                 # fill the caches: seconds on a loaded machine, and not what is measured.
                 for requests in endpoints.values():
                     _drive(pool, port, seeded["key"], requests, 0.0, warm)
-                baseline = None
+                baseline: dict[str, float] = {}
                 for name, requests in endpoints.items():
-                    many = _drive(pool, port, seeded["key"], requests, 0.5, seconds)
-                    one = _drive(pool, port, seeded["key"], requests[:1], 0.5, seconds / 3)
-                    baseline = baseline or many["rps"]
-                    ratio = baseline / many["rps"] if many["rps"] else float("inf")
+                    many, cpu = _measured(
+                        functools.partial(
+                            _drive, pool, port, seeded["key"], requests, 0.5, seconds
+                        ),
+                        server.pid,
+                        database_cpu,
+                        clients,
+                    )
+                    one, one_cpu = _measured(
+                        functools.partial(
+                            _drive, pool, port, seeded["key"], requests[:1], 0.5, seconds / 3
+                        ),
+                        server.pid,
+                        database_cpu,
+                        clients,
+                    )
+                    baseline = baseline or {"rps": many["rps"], **cpu}
+                    ratio = baseline["rps"] / many["rps"] if many["rps"] else float("inf")
                     print(
                         f"| {workers} | {name} | {many['rps']:,.0f} | {many['p50']:.1f} | "
-                        f"{many['p99']:.1f} | {ratio:.2f} | {one['p50']:.1f} | "
-                        f"{many['errors'] + one['errors']} |",
+                        f"{many['p99']:.1f} | {ratio:.2f} | {cpu['server']:.2f} | "
+                        f"{_times(cpu['server'], baseline['server'])} | "
+                        f"{_ms(cpu['database'])} | "
+                        f"{_times(cpu['server'] + (cpu['database'] or 0.0), baseline['server'] + (baseline['database'] or 0.0))} | "
+                        f"{cpu['clients']:.2f} | {one['p50']:.1f} | {one_cpu['server']:.2f} | "
+                        f"{many['errors'] + one['errors']}{cpu['note']} | {_load()} |",
                         flush=True,
                     )
             finally:
                 server.terminate()
                 server.wait(timeout=30)
+    database_cpu.close()
     print()
-    print(
-        f"load average after: {'/'.join(f'{x:.1f}' for x in os.getloadavg())}; gunicorn log: {log}"
-    )
+    print(f"load average after: {_load()}; gunicorn log: {log}")
     return 0

@@ -142,9 +142,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
 if REDIS_URL:
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-    }
+    CACHES = {"default": {"BACKEND": "console.cache.SharedRedisCache", "LOCATION": REDIS_URL}}
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
@@ -294,3 +292,12 @@ STALWART_API_KEY_CACHE_SECONDS = int(
 )
 # A key's `last_used_at` is written at most once per this many seconds (0: on every request).
 STALWART_API_KEY_LAST_USED_SECONDS = int(os.environ.get("STALWART_API_KEY_LAST_USED_SECONDS", "60"))
+
+# Group commit of decision events (console/eventwriter.py): on PostgreSQL, a decision made
+# outside a transaction hands its event to its process's writer thread, which writes the events
+# of every decision waiting then in one INSERT and one COMMIT; each request is answered once its
+# event is committed. Off (0): each decision writes and commits its own event. At most this many
+# decisions share one transaction; a request waits at most this many seconds for its event.
+STALWART_EVENT_GROUP_COMMIT = os.environ.get("STALWART_EVENT_GROUP_COMMIT", "1") == "1"
+STALWART_EVENT_GROUP_COMMIT_MOST = int(os.environ.get("STALWART_EVENT_GROUP_COMMIT_MOST", "200"))
+STALWART_EVENT_WRITE_TIMEOUT = float(os.environ.get("STALWART_EVENT_WRITE_TIMEOUT", "30"))

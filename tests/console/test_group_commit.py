@@ -1,0 +1,191 @@
+"""Group commit of decision events (console/eventwriter.py), on PostgreSQL, as served: outside a
+transaction, so the tests here commit (`transactional_db`) and the requests run in threads.
+
+Rows a transaction inserted carry its id (`xmin`): events that share one were committed together.
+A table lock taken from another connection holds the writer's INSERT, which is how the tests see
+that nothing is answered before its event is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import psycopg
+import pytest
+from django.db import connection
+from django.test import Client, override_settings
+
+from console import eventwriter
+from console import services as console_services
+from console.models import Event
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+        reason="group commit is PostgreSQL's (SQLite writes each decision's event itself)",
+    ),
+]
+CHAIN = {
+    "priority": 20,
+    "name": "read then send",
+    "tool_name_glob": "*",
+    "verdict": "audit",
+    "sequence": {
+        "steps": [{"tool_glob": "files.read"}, {"tool_glob": "mail.send"}],
+        "window_seconds": 60,
+    },
+}
+DENY_RM = {
+    "priority": 10,
+    "name": "no rm -rf",
+    "tool_name_glob": "shell.*",
+    "args_match": [{"path": "$.command", "op": "regex", "value": "rm\\s+-rf"}],
+    "verdict": "deny",
+}
+
+
+@pytest.fixture
+def key(admin, organisation, actor_for):
+    _, plain = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="runtime", role="editor"
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {plain}")
+    body = {"name": "production", "default_verdict": "allow", "rules": [DENY_RM, CHAIN]}
+    created = client.post("/v1/firewall/policies", json.dumps(body), "application/json").json()
+    client.post(f"/v1/firewall/policies/{created['id']}/publish", "{}", "application/json")
+    return plain
+
+
+def _url() -> str:
+    settings = connection.settings_dict
+    return (
+        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+
+
+class Caller(threading.Thread):
+    """One request in a thread of its own: its answer, or the exception it raised."""
+
+    def __init__(self, key: str, call: dict) -> None:
+        super().__init__(daemon=True)
+        self.key, self.call = key, call
+        self.status: int | None = None
+        self.answer: dict | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from django.db import connection as own
+
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {self.key}")
+        try:
+            response = client.post(
+                "/v1/firewall/evaluate", json.dumps(self.call), "application/json"
+            )
+            self.status, self.answer = response.status_code, response.json()
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            self.error = exc
+        finally:
+            own.close()
+
+
+def _held(calls: list[dict], key: str) -> list[Caller]:
+    """The calls sent while the events table is locked: none answered meanwhile; then released.
+    Returns the callers, finished."""
+    with psycopg.connect(_url()) as lock:
+        lock.execute("LOCK TABLE console_event IN EXCLUSIVE MODE")
+        callers = [Caller(key, call) for call in calls]
+        for caller in callers:
+            caller.start()
+        deadline = time.monotonic() + 30
+        # The first batch waits on the lock; the rest queue behind it.
+        while time.monotonic() < deadline:
+            current = eventwriter._writer
+            if current is not None and current.writing + len(current.queue) == len(calls):
+                break
+            time.sleep(0.02)
+        time.sleep(0.2)
+        assert not any(c.status or c.error for c in callers), "answered before its event was stored"
+        lock.rollback()
+    for caller in callers:
+        caller.join(timeout=30)
+    return callers
+
+
+def test_concurrent_decisions_are_committed_together_and_answered_only_after(key):
+    calls = [
+        {"tool": "files.read", "arguments": {"path": f"/srv/{i}"}, "agent": "ops", "session": "s"}
+        for i in range(8)
+    ]
+    callers = _held(calls, key)
+    assert [c.status for c in callers] == [200] * 8, [c.error for c in callers]
+    assert all(c.answer["verdict"] == "allow" for c in callers)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), count(DISTINCT xmin::text) FROM console_event")
+        events, transactions = cursor.fetchone()
+    # The batch under way waited on the lock; the calls queued behind it shared the next one.
+    assert events == 8 and transactions <= 2
+    stored = {e.detail["call"]["arguments"]["path"] for e in Event.objects.all()}
+    assert stored == {f"/srv/{i}" for i in range(8)}
+    assert set(Event.objects.values_list("match_state", flat=True)) == {"pending"}
+
+
+def test_an_event_that_cannot_be_stored_fails_its_request_alone(key):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.tool = 'files.poison' THEN RAISE EXCEPTION 'poison'; END IF; RETURN NEW; "
+            "END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON console_event "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_poison()"
+        )
+    try:
+        calls = [
+            {"tool": "files.read", "arguments": {"path": "/a"}, "agent": "ops"},
+            {"tool": "files.read", "arguments": {"path": "/b"}, "agent": "ops"},
+            {"tool": "files.poison", "arguments": {}, "agent": "ops"},
+            {"tool": "files.read", "arguments": {"path": "/c"}, "agent": "ops"},
+        ]
+        callers = _held(calls, key)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_poison ON console_event")
+            cursor.execute("DROP FUNCTION refuse_poison()")
+    poisoned = callers[2]
+    # No decision answered for the call whose event could not be stored: the request failed,
+    # as a direct write's failure fails it (the API's answer to an internal error).
+    assert poisoned.status == 500 and "verdict" not in poisoned.answer
+    assert [c.status for i, c in enumerate(callers) if i != 2] == [200, 200, 200]
+    assert sorted(Event.objects.values_list("tool", flat=True)) == ["files.read"] * 3
+
+
+def test_a_grouped_event_is_the_event_a_direct_write_makes(key):
+    call = {
+        "tool": "shell.run",
+        "arguments": {"command": "rm -rf /", "password": "hunter2"},
+        "agent": "Ops",
+        "session": "s-9",
+    }
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    with override_settings(STALWART_EVENT_GROUP_COMMIT=False):
+        direct = client.post("/v1/firewall/evaluate", json.dumps(call), "application/json")
+    assert eventwriter._writer is None
+    grouped = client.post("/v1/firewall/evaluate", json.dumps(call), "application/json")
+    assert eventwriter._writer is not None
+    assert direct.json() == grouped.json()
+    first, second = Event.objects.order_by("id")
+    skip = {"_state", "id", "at"}
+    assert {k: v for k, v in vars(first).items() if k not in skip} == {
+        k: v for k, v in vars(second).items() if k not in skip
+    }
+    assert second.detail["call"]["arguments"]["password"] != "hunter2"  # redacted, as before
+    # the deny rule's matches were counted for both decisions
+    from firewall.models import RuleMatchCount
+
+    assert sum(RuleMatchCount.objects.values_list("count", flat=True)) == 2
