@@ -10,16 +10,22 @@ and every call the client makes takes this path:
    a value that cannot be read refuses the call;
 1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
    otherwise the call is refused, or answered with why it cannot be made;
-2. `session.check_tool_call`: `refuse` ends it, with the reasons;
-3. the firewall policy gateway.yaml names, at the `tool_call` stage: `deny` refuses,
-   `require_approval` asks a person, `sanitize` goes on with the cleaned arguments (checked again);
-4. a `confirm` (of either) is put to the person: in this process through the client's MCP
+2. the firewall policy gateway.yaml names, at the `tool_call` stage (pure, in this process);
+3. where it allows the call (or there is none), the tool check is the executor's: one check per
+   call. `session.execute` checks it, and runs it once per intent (the executor's idempotency key
+   for writes), forwarding to the server, and records the result in the signed history, with the
+   outside-content labels of the tool's marks, so a later write is `tainted_call`; a refusal comes
+   back with its reasons (nothing forwarded, nothing undone), a `confirm` with its request
+   (nothing run) for step 5;
+4. where the firewall denies, holds, cleans or audits the call, `session.check_tool_call` first
+   (`refuse` ends it, with the reasons), then the firewall's answer: `deny` refuses,
+   `require_approval` asks a person, `sanitize` goes on with the cleaned arguments (checked
+   again);
+5. a `confirm` (of either) is put to the person: in this process through the client's MCP
    elicitation (on a yes, the session signs a token for exactly that call), or against the console
    through its approvals queue (`session.wait_for_approval`, bounded by `approval_timeout`);
-   nobody to ask, or a no, and nothing runs;
-5. `session.execute` runs it once per intent (the executor's idempotency key for writes), with
-   the token, forwarding to the server, and records the result in the signed history, with the
-   outside-content labels of the tool's marks, so a later write is `tainted_call`.
+   nobody to ask, or a no, and nothing runs; a yes runs it through `session.execute` with the
+   token (that check, with the token, is the one that allows it).
 
 Whatever cannot answer -- a server, the catalogue, the console, the firewall -- means the call is
 not made, and the error says why (`Refusal`). An MCP tool error (`isError: true`) carries it.
