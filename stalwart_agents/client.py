@@ -913,12 +913,14 @@ class LocalSession(Session):
         cost: float | None = None,
         agent: str | None = None,
         run: Mapping[str, str] | None = None,
+        undo_on_refusal: bool = True,
     ) -> dict[str, Any]:
         """The executor in this process: check, then run once per intent (ledger in memory).
 
         A `confirm` comes back as `CONFIRM` with nothing run and its `approval` (answer it with
         `wait_for_approval` or `approve`, then execute again with the token); a refusal, a block
-        or a failure undoes the run's earlier writes last first (`undone`).
+        or a failure undoes the run's earlier writes last first (`undone`), the check's refusal
+        only with `undo_on_refusal` (see `runtime.RuntimeSession.execute`).
         """
         try:
             return self.runtime.execute(
@@ -927,6 +929,7 @@ class LocalSession(Session):
                 function,
                 authorize=authorize,
                 user=user,
+                undo_on_refusal=undo_on_refusal,
                 origins=origins,
                 labels=labels,
                 context=context,
@@ -1144,13 +1147,17 @@ class RemoteSession(Session):
         tool: str,
         arguments: Mapping[str, Any],
         function: Tool | None = None,
+        *,
+        undo_on_refusal: bool = True,
         **given: Any,
     ) -> dict[str, Any]:
         """Run a call through the console's executor (see `_execute`); a refusal, a block or a
         failure undoes the run's earlier writes, last first (`undone`), each undo sent through
-        the executor as the undo of its step."""
+        the executor as the undo of its step. With `undo_on_refusal=False` the check's refusal
+        (`REFUSED`, `REJECTED`) undoes nothing, as a door's own refusal before it."""
         outcome = self._execute(tool, arguments, function, **given)
-        if outcome.get("outcome") in UNDO_AFTER and given.get("compensation_of") is None:
+        undoes = UNDO_AFTER if undo_on_refusal else UNDO_AFTER - {"REFUSED", "REJECTED"}
+        if outcome.get("outcome") in undoes and given.get("compensation_of") is None:
             undone = self.undo()
             if undone:
                 outcome["undone"] = undone

@@ -759,7 +759,11 @@ class RuntimeSession:
             decided = (call, len(self.history), decision.decision, decision.reasons)
             if not (rechecked and decided == self._decided):
                 self._log("decision", call, decision)
-            self._decided = decided
+            # Only a door's own check is remembered: the executor's check after it is that same
+            # decision once, and an executor's check with no door's check before it (a door that
+            # lets the executor decide: the gateway) is always a decision of its own, even when
+            # the same call is refused again at the same point.
+            self._decided = None if rechecked else decided
         return decision
 
     # -- decision logs -------------------------------------------------------------------------
@@ -917,15 +921,19 @@ class RuntimeSession:
         *,
         authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
         user: str = "",
+        undo_on_refusal: bool = True,
         **given: Any,
     ) -> dict[str, Any]:
         """Check the call, run it once per intent, record it; undo the run on a refusal.
 
         Outcomes: `SUCCEEDED`, `CONFIRM` (nothing ran; `approval` names the request), `REFUSED`,
         `REJECTED` (the arguments), `BLOCKED`, `FAILED`, `UNCERTAIN`. After a refusal, a block or
-        a failure, `undone` reports the run's earlier writes undone last first.
+        a failure, `undone` reports the run's earlier writes undone last first. With
+        `undo_on_refusal=False` the check's refusal (`REFUSED`, `REJECTED`) ends the call as a
+        door's own refusal does, undoing nothing (a door that lets the executor's check be its
+        only one: the MCP gateway); a block or a failure still undoes.
         """
-        call, decision, ended = self._before_run(tool, arguments, given)
+        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal)
         if ended is not None:
             return ended
         runner = _as_function(function) if function is not None else self.function(tool)
@@ -945,6 +953,7 @@ class RuntimeSession:
         *,
         authorize: Callable[[dict[str, Any], ExecutionContext], bool] | None = None,
         user: str = "",
+        undo_on_refusal: bool = True,
         **given: Any,
     ) -> dict[str, Any]:
         """`execute` for a coroutine `function(arguments, context)`, awaited on the caller's loop.
@@ -953,7 +962,7 @@ class RuntimeSession:
         CPU and run where the caller is, so a door on an event loop (the MCP gateway) makes no
         thread hop per call. The caller serialises calls of one session.
         """
-        call, decision, ended = self._before_run(tool, arguments, given)
+        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal)
         if ended is not None:
             return ended
         from stalwart_agents.client import execute_here_async
@@ -967,7 +976,11 @@ class RuntimeSession:
         return self._after_run(call, decision, outcome, given.get("cost"))
 
     def _before_run(
-        self, tool: str, arguments: Mapping[str, Any], given: Mapping[str, Any]
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        given: Mapping[str, Any],
+        undo_on_refusal: bool = True,
     ) -> tuple[dict[str, Any], Decision, dict[str, Any] | None]:
         """The call and its decision, with the outcome when it is not to run (refused, confirm)."""
         call = self.call_of(tool, arguments, **given)
@@ -984,7 +997,7 @@ class RuntimeSession:
                 "reasons": list(decision.reasons),
                 "detail": decision.detail,
             }
-            return call, decision, self._undo_into(outcome)
+            return call, decision, self._undo_into(outcome) if undo_on_refusal else outcome
         if decision.decision == CONFIRM:
             return (
                 call,

@@ -10,16 +10,22 @@ and every call the client makes takes this path:
    a value that cannot be read refuses the call;
 1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
    otherwise the call is refused, or answered with why it cannot be made;
-2. `session.check_tool_call`: `refuse` ends it, with the reasons;
-3. the firewall policy gateway.yaml names, at the `tool_call` stage: `deny` refuses,
-   `require_approval` asks a person, `sanitize` goes on with the cleaned arguments (checked again);
-4. a `confirm` (of either) is put to the person: in this process through the client's MCP
+2. the firewall policy gateway.yaml names, at the `tool_call` stage (pure, in this process);
+3. where it allows the call (or there is none), the tool check is the executor's: one check per
+   call. `session.execute` checks it, and runs it once per intent (the executor's idempotency key
+   for writes), forwarding to the server, and records the result in the signed history, with the
+   outside-content labels of the tool's marks, so a later write is `tainted_call`; a refusal comes
+   back with its reasons (nothing forwarded, nothing undone), a `confirm` with its request
+   (nothing run) for step 5;
+4. where the firewall denies, holds, cleans or audits the call, `session.check_tool_call` first
+   (`refuse` ends it, with the reasons), then the firewall's answer: `deny` refuses,
+   `require_approval` asks a person, `sanitize` goes on with the cleaned arguments (checked
+   again);
+5. a `confirm` (of either) is put to the person: in this process through the client's MCP
    elicitation (on a yes, the session signs a token for exactly that call), or against the console
    through its approvals queue (`session.wait_for_approval`, bounded by `approval_timeout`);
-   nobody to ask, or a no, and nothing runs;
-5. `session.execute` runs it once per intent (the executor's idempotency key for writes), with
-   the token, forwarding to the server, and records the result in the signed history, with the
-   outside-content labels of the tool's marks, so a later write is `tainted_call`.
+   nobody to ask, or a no, and nothing runs; a yes runs it through `session.execute` with the
+   token (that check, with the token, is the one that allows it).
 
 Whatever cannot answer -- a server, the catalogue, the console, the firewall -- means the call is
 not made, and the error says why (`Refusal`). An MCP tool error (`isError: true`) carries it.
@@ -758,13 +764,41 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         entry = self._entry(name)
         await self._reachable(name)
+        # The firewall first: it is pure and local, and what it says decides whether the tool
+        # check has the call to itself. A firewall that cannot answer refuses the call, after the
+        # check's own refusal as before (`unanswered` is raised below, once the call is checked).
+        unanswered = None
+        try:
+            verdict = self._firewall(name, arguments)
+        except Refusal as exc:
+            verdict, unanswered = None, exc
+        if (
+            entry is not None
+            and unanswered is None
+            and (verdict is None or verdict.verdict == "allow")
+        ):
+            # Only the tool check decides: the executor's check is the call's one check (one
+            # decision in the logs, one check request and one event against the console). A
+            # refusal comes back from it, a confirm with its request, asked as below.
+            ran = await self._run(name, arguments, None, entry, confirm=True)
+            if not isinstance(ran, Check):
+                return ran
+            token = await self._ask(
+                name, arguments, arguments, ran, list(ran.reasons), elicit, input_required
+            )
+            if isinstance(token, types.InputRequiredResult):
+                return token
+            return await self._run(name, arguments, token, entry)
+        # The firewall denies, holds, cleans or audits the call (or cannot answer), or no server
+        # offers the tool: the check decides first, as the firewall's answer needs it.
         async with self._lock:
             check = await self._check(name, arguments)
         if check.decision == "refuse":
             raise Refusal(check.reasons, f"`{name}` is refused")
+        if unanswered is not None:
+            raise unanswered
         forwarded = arguments
         reasons = list(check.reasons) if check.decision == "confirm" else []
-        verdict = self._firewall(name, arguments)
         if verdict is not None:
             rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
             if self.reporter is not None and verdict.verdict != "allow":
@@ -930,8 +964,14 @@ class Gateway:
         arguments: dict[str, Any],
         token: str | None,
         entry: catalogue_builder.Entry | None,
-    ) -> types.CallToolResult:
-        """`session.execute`: checked again (with the token), forwarded once, recorded."""
+        *,
+        confirm: bool = False,
+    ) -> types.CallToolResult | Check:
+        """`session.execute`: checked (with the token, after a person's yes), forwarded once,
+        recorded. A refusal of the check is a `Refusal` with its reasons (the run's earlier writes
+        are not undone: the call was never made, as when the gateway refused it itself); with
+        `confirm`, a `confirm` comes back as its `Check` (nothing ran), for the person to be
+        asked, else it is a `Refusal`."""
         session = self.session
         assert session is not None
         if entry is None:  # the check allowed a tool no server offers: never forwarded
@@ -954,11 +994,13 @@ class Gateway:
                     # In this process the check and the record are pure CPU: they run on the
                     # event loop, and the upstream call is awaited there (no thread per call).
                     outcome = await session.execute_async(
-                        name, arguments, forward_async, token=token
+                        name, arguments, forward_async, token=token, undo_on_refusal=False
                     )
                 else:  # the console's HTTP round trips block: a worker thread waits for them
                     outcome = await anyio.to_thread.run_sync(
-                        lambda: session.execute(name, arguments, forward, token=token)
+                        lambda: session.execute(
+                            name, arguments, forward, token=token, undo_on_refusal=False
+                        )
                     )
             except SelectorUnavailableError as exc:
                 raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
@@ -966,7 +1008,20 @@ class Gateway:
                 raise Refusal(
                     ["selector_unavailable"], f"the console refused the call: {exc}"
                 ) from None
+            except Exception as exc:  # noqa: BLE001 - the runtime could not answer: fail closed
+                raise Refusal(
+                    ["selector_unavailable"], f"`{name}`: the tool check could not answer: {exc}"
+                ) from None
         kind = outcome.get("outcome")
+        if kind == "CONFIRM" and confirm:
+            detail = outcome.get("detail")
+            return Check(
+                "confirm",
+                [str(r) for r in outcome.get("reasons") or []],
+                dict(detail) if isinstance(detail, Mapping) else {},
+                outcome.get("rule"),
+                str(outcome["approval"]) if outcome.get("approval") else None,
+            )
         if kind == "SUCCEEDED":
             result = outcome.get("result")
             held = returned.get(id(result))

@@ -23,6 +23,7 @@ class ConsoleProxy:
         self.tamper: Any = None  # a function that edits a bundle (a dict) before it is forwarded
         self.bundles_served = 0
         self.bundle_requests = 0  # every GET of a bundle, whatever was answered
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request forwarded
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         proxy = self
@@ -47,6 +48,8 @@ class ConsoleProxy:
                     pass
 
             def _forward(self) -> None:
+                with proxy._lock:
+                    proxy.requests.append((self.command, self.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {

@@ -66,6 +66,26 @@ def test_a_check_then_the_execution_of_the_same_call_is_one_decision_in_the_logs
     ]
 
 
+def test_an_execution_no_door_checked_first_is_a_decision_each_time_even_refused_again():
+    """A door that lets the executor's check be its only one (the gateway): the same call refused
+    twice at the same point is two attempts in the logs, and a door's check followed by two
+    executions of it is the check once and the second execution's own decision."""
+    records: list[dict] = []
+    session = _session(sink=records.append)
+    for _ in range(2):
+        refused = session.execute("no_such_tool", {}, lambda: None, undo_on_refusal=False)
+        assert refused["outcome"] == "REFUSED"
+    assert [(r["kind"], r["tool"], r["decision"]) for r in records] == [
+        ("decision", "no_such_tool", "refuse"),
+        ("decision", "no_such_tool", "refuse"),
+    ]
+    records.clear()
+    session.check("no_such_tool", {})
+    session.execute("no_such_tool", {}, lambda: None)
+    session.execute("no_such_tool", {}, lambda: None)
+    assert [r["kind"] for r in records] == ["decision", "decision"]
+
+
 def test_a_record_is_redacted_through_the_credential_table():
     records: list[dict] = []
     session = _session(sink=records.append)
