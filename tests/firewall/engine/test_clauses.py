@@ -263,3 +263,126 @@ def reference_holds(pattern: str, text: str) -> bool:
         ],
     }
     return reference_evaluate(data, {"tool": "t", "arguments": {"x": text}}).verdict == "deny"
+
+
+KNOWN = (
+    "eq, neq, in, not_in, contains, starts_with, ends_with, regex, cidr, exists, gt, gte, lt, lte"
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "problems"),
+    [
+        (
+            {"path": "$.x", "op": "matches", "value": "a"},
+            [("op", f"unknown operator `matches` (known: {KNOWN})")],
+        ),
+        ({"path": "$.x", "op": 7, "value": 1}, [("op", f"unknown operator `7` (known: {KNOWN})")]),
+        ({"path": "$.x", "op": "in", "value": "a"}, [("value", "must be an array for `in`")]),
+        (
+            {"path": "$.x", "op": "not_in", "value": {}},
+            [("value", "must be an array for `not_in`")],
+        ),
+        ({"path": "$.x", "op": "gt", "value": "5"}, [("value", "must be a number for `gt`")]),
+        ({"path": "$.x", "op": "regex", "value": 5}, [("value", "must be a string for `regex`")]),
+        (
+            {"path": "$.x", "op": "regex", "value": "(unclosed"},
+            [("value", "not a valid RE2 regex: missing ): (unclosed")],
+        ),
+        (
+            {"path": "$.x", "op": "regex", "value": "a" * 1001},
+            [("value", "is longer than 1000 characters")],
+        ),
+        (
+            {"path": "$.x", "op": "cidr", "value": "10.0.0.0/33"},
+            [("value", "not a valid CIDR: prefix out of range")],
+        ),
+        ({"path": "$.x", "op": "cidr", "value": 5}, [("value", "must be a string for `cidr`")]),
+        (
+            {"path": "$.x", "op": "exists", "value": "yes"},
+            [("value", "must be `true` or `false` for `exists`")],
+        ),
+        (
+            {"path": "$.x", "op": "starts_with", "value": 1},
+            [("value", "must be a string for `starts_with`")],
+        ),
+        (
+            {"path": "$.x", "op": "ends_with", "value": 1},
+            [("value", "must be a string for `ends_with`")],
+        ),
+        ({"path": "$.x", "op": "eq"}, [("value", "is required for `eq`")]),
+        ({"path": "$.x", "op": "exists"}, []),
+        (
+            {"path": "$.x", "op": "eq", "value": float("nan")},
+            [("value", "must be a finite number")],
+        ),
+        ({"path": 5, "op": "eq", "value": 1}, [("path", "must be a string")]),
+        (
+            {"path": "x", "flags": "i", "value": 1},
+            [
+                ("flags", "unknown field"),
+                (
+                    "path",
+                    "`x` is not a path of the subset `$`, `$.key`, `$.key[0]` "
+                    "(no wildcards, filters, slices or recursive descent)",
+                ),
+                ("op", "is required"),
+            ],
+        ),
+        ({"op": "eq", "value": 1}, [("path", "is required")]),
+    ],
+)
+def test_clause_problems_say_exactly_what_is_wrong_and_where(
+    clause: dict[str, Any], problems: list[tuple[str, str]]
+) -> None:
+    # these messages are what an author reads beside the field in the console and the API
+    assert clause_problems(clause) == problems
+    if problems:
+        with pytest.raises(OperandInvalid) as raised:
+            compile_clause(clause)
+        assert (raised.value.field, raised.value.message) == problems[0]
+    else:
+        assert compile_clause(clause)({"x": 1})
+
+
+class Text(str):
+    """A string of a subclass, as an enum member or a framework's safe string is."""
+
+
+class Count(int):
+    """An integer of a subclass, as an `IntEnum` member is."""
+
+
+class Amount(float):
+    """A float of a subclass, as a NumPy `float64` is."""
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "actual", "expected"),
+    [
+        ("in", ["a", 1], Text("a"), True),
+        ("in", ["b"], Text("a"), False),
+        ("not_in", ["a"], Text("a"), False),
+        ("in", [3], Count(3), True),
+        ("in", [3.0], Count(3), True),
+        ("in", [4], Count(3), False),
+        ("in", [2.5], Amount(2.5), True),
+        ("in", [True], True, True),
+        ("in", [False, "a"], False, True),
+        ("not_in", [True], True, False),
+        ("gt", 2, Count(3), True),
+        ("gte", 3, Count(3), True),
+        ("lt", 3, Count(3), False),
+        ("lte", 2.5, Amount(2.5), True),
+        ("gt", 2, Amount(2.5), True),
+        ("lt", 2, Amount(2.5), False),
+        ("gt", 0, True, False),
+    ],
+)
+def test_arguments_of_subclasses_compare_as_their_json_values(
+    op: str, value: Any, actual: Any, expected: bool
+) -> None:
+    # a caller may hand over enum members or NumPy scalars: they are the strings and numbers
+    # they stand for, on a top-level key and on a nested path alike
+    assert holds(op, value, {"x": actual}) is expected
+    assert holds(op, value, {"w": {"x": actual}}, path="$.w.x") is expected
