@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -41,6 +42,9 @@ def holds(op: str, value: Any, arguments: Any, path: str = "$.x") -> bool:
         ("neq", "a", "b", True),
         ("neq", "a", "a", False),
         ("neq", 0, False, True),
+        ("neq", 1, 1.0, False),
+        ("neq", [1, "a"], [1, "a"], False),
+        ("neq", None, None, False),
         ("in", ["a", 1], "a", True),
         ("in", ["a", 1], 1.0, True),
         ("in", [1], True, False),
@@ -79,6 +83,10 @@ def holds(op: str, value: Any, arguments: Any, path: str = "$.x") -> bool:
         ("gte", 5, 5.0, True),
         ("lt", 5, 4.5, True),
         ("lte", 5, 6, False),
+        ("lt", 5, 5, False),
+        ("lte", 5, 5, True),
+        ("lte", 5, 4, True),
+        ("gt", 5, 5.5, True),
         ("gt", 0, True, False),
         ("lt", 2, True, False),
         ("gte", 1, "2", False),
@@ -188,6 +196,34 @@ def test_regex_with_a_lone_surrogate_in_the_argument_does_not_raise() -> None:
         (r"foo\.bar", ["foo.bar"]),
         (r"a{2}bc", ["bc"]),
         (r"[]a]b", ["b"]),
+        (r"ab\.", ["ab."]),
+        ("ab\\", []),
+        # character classes: a leading `^` or `]`, escapes and named classes inside, unclosed
+        (r"a[^]b]c", ["a", "c"]),
+        (r"a[\]]b", ["a", "b"]),
+        (r"k[]]m", ["k", "m"]),
+        (r"a[^^]b", ["a", "b"]),
+        (r"x[^a]y", ["x", "y"]),
+        (r"ab[^\]c]de", ["ab", "de"]),
+        (r"a[[:digit:]x]b", ["a", "b"]),
+        (r"q[[:alpha:][:digit:]]r", ["q", "r"]),
+        (r"a[b:]]c", ["a", "]c"]),
+        (r"[a]", []),
+        (r"ab[", []),
+        (r"a[]b", []),
+        (r"a[[:x]b", []),
+        (r"a[[:digit:]]:]b", ["a", ":]b"]),
+        (r"a[x[:alpha:]]b", ["a", "b"]),
+        (r"a[[:alpha:]x", []),
+        (r"zz[[:alpha:]]", ["zz"]),
+        # groups: their insides are never required, flags make the scan give up
+        (r"ab(?i)c", []),
+        (r"(?P<n>ab)cd", ["cd"]),
+        (r"ab(?:cd)e", ["ab", "e"]),
+        (r"x(?:ab)+y", ["x", "y"]),
+        (r"ab(cd)?e", ["ab", "e"]),
+        (r"a(b|c)d", ["a", "d"]),
+        (r"a{2,}b", ["b"]),
     ],
 )
 def test_required_literals_are_conservative(pattern: str, literals: list[str]) -> None:
@@ -386,3 +422,19 @@ def test_arguments_of_subclasses_compare_as_their_json_values(
     # they stand for, on a top-level key and on a nested path alike
     assert holds(op, value, {"x": actual}) is expected
     assert holds(op, value, {"w": {"x": actual}}, path="$.w.x") is expected
+
+
+@pytest.mark.parametrize("op", ["eq", "neq", "in", "starts_with", "regex", "gt"])
+def test_an_index_path_never_reads_an_object_key(op: str) -> None:
+    # `$[0]` is the first element of an array: an object (even a Python caller's dict with an
+    # integer key) has none, so the clause is false, `neq` included
+    value = {"eq": "x", "neq": "y", "in": ["x"], "starts_with": "x", "regex": "x", "gt": 0}[op]
+    arguments = {0: "x" if op != "gt" else 1}
+    assert not holds(op, value, arguments, path="$[0]")
+    assert holds(op, value, {"list": [arguments[0]]}, path="$.list[0]")
+
+
+def test_an_operator_that_is_not_text_is_shown_as_python_writes_it() -> None:
+    # a Python caller's value that prints like an operator is not mistaken for one
+    problems = clause_problems({"path": "$.x", "op": Decimal("1"), "value": 1})
+    assert problems == [("op", f"unknown operator `Decimal('1')` (known: {KNOWN})")]
