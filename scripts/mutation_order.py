@@ -11,6 +11,16 @@ runs each mutant against those tests only, with `-x`. Two things this plugin fix
 - mutmut hands a mutant's tests over in no particular order, so a mutant that a quick test kills
   may first wait for a slow property test. mutmut's worker processes are forked from the process
   that timed every test, so the durations are at hand in its state: the quickest run first.
+- A surviving mutant runs every test that reaches its function to the end, and in the firewall's
+  engine those are mostly property tests of 100-300 examples each (a minute of CPU per survivor of
+  `compiled.py`). While mutants are run (not while the statistics are taken, so that which tests
+  reach which function is learnt from the full runs), each Hypothesis test is given at most
+  `MUTATION_MAX_EXAMPLES` examples (default 25; 0 leaves the tests' own settings), and a failing
+  example is not shrunk: a mutant needs one failing input, not the smallest, and shrinking one can
+  take minutes of a mutant's CPU limit. Fewer examples can only make a kill rarer, never invent one
+  (a kill is a real failing input), so the score of a capped run is a lower bound of the full one
+  up to the seed: with a fixed seed the first examples of a short run are drawn like those of a
+  long one, but Hypothesis does not promise the same ones.
 
 Loaded with `-p scripts.mutation_order` (see `[tool.mutmut]` in pyproject.toml); outside mutmut it
 does nothing.
@@ -68,10 +78,36 @@ def pytest_runtest_setup(item: Any) -> Iterator[None]:
         state._stats.update(_FIXTURE_CALLS.get(name, ()))
 
 
+def _max_examples() -> int:
+    try:
+        return max(0, int(os.environ.get("MUTATION_MAX_EXAMPLES", "25")))
+    except ValueError:
+        return 25
+
+
+def _cap_examples(items: list[Any], cap: int) -> None:
+    """Give each Hypothesis test at most `cap` examples and no shrinking (read when it runs)."""
+    from hypothesis import Phase, settings
+
+    for item in items:
+        test = getattr(item, "obj", None)
+        test = getattr(test, "__func__", test)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is None:
+            continue
+        phases = [phase for phase in current.phases if phase is not Phase.shrink]
+        test._hypothesis_internal_use_settings = settings(
+            current, max_examples=min(current.max_examples, cap), phases=phases
+        )
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
     state = _mutmut_state()
     if state is None:
         return
+    cap = _max_examples()
+    if cap and not _collecting_stats():
+        _cap_examples(items, cap)
     durations = state.duration_by_test
     if durations:
         items.sort(key=lambda item: durations.get(item.nodeid, 0.0))

@@ -163,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             stale.append(mutant.name)
     for name in sorted(set(equivalents) - {m.name for m in undetected}):
-        stale.append(name)
+        # an entry of the other engine, or (scored module by module) of a module left out, is
+        # not stale
+        engine, _, rest = name.partition(".engine.")
+        if engine == args.engine and (not args.module or rest.partition(".")[0] in args.module):
+            stale.append(name)
     survivors = [m for m in undetected if m not in equivalent]
     if args.survivors:
         for mutant in survivors:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -41,6 +42,9 @@ def holds(op: str, value: Any, arguments: Any, path: str = "$.x") -> bool:
         ("neq", "a", "b", True),
         ("neq", "a", "a", False),
         ("neq", 0, False, True),
+        ("neq", 1, 1.0, False),
+        ("neq", [1, "a"], [1, "a"], False),
+        ("neq", None, None, False),
         ("in", ["a", 1], "a", True),
         ("in", ["a", 1], 1.0, True),
         ("in", [1], True, False),
@@ -79,6 +83,10 @@ def holds(op: str, value: Any, arguments: Any, path: str = "$.x") -> bool:
         ("gte", 5, 5.0, True),
         ("lt", 5, 4.5, True),
         ("lte", 5, 6, False),
+        ("lt", 5, 5, False),
+        ("lte", 5, 5, True),
+        ("lte", 5, 4, True),
+        ("gt", 5, 5.5, True),
         ("gt", 0, True, False),
         ("lt", 2, True, False),
         ("gte", 1, "2", False),
@@ -188,6 +196,34 @@ def test_regex_with_a_lone_surrogate_in_the_argument_does_not_raise() -> None:
         (r"foo\.bar", ["foo.bar"]),
         (r"a{2}bc", ["bc"]),
         (r"[]a]b", ["b"]),
+        (r"ab\.", ["ab."]),
+        ("ab\\", []),
+        # character classes: a leading `^` or `]`, escapes and named classes inside, unclosed
+        (r"a[^]b]c", ["a", "c"]),
+        (r"a[\]]b", ["a", "b"]),
+        (r"k[]]m", ["k", "m"]),
+        (r"a[^^]b", ["a", "b"]),
+        (r"x[^a]y", ["x", "y"]),
+        (r"ab[^\]c]de", ["ab", "de"]),
+        (r"a[[:digit:]x]b", ["a", "b"]),
+        (r"q[[:alpha:][:digit:]]r", ["q", "r"]),
+        (r"a[b:]]c", ["a", "]c"]),
+        (r"[a]", []),
+        (r"ab[", []),
+        (r"a[]b", []),
+        (r"a[[:x]b", []),
+        (r"a[[:digit:]]:]b", ["a", ":]b"]),
+        (r"a[x[:alpha:]]b", ["a", "b"]),
+        (r"a[[:alpha:]x", []),
+        (r"zz[[:alpha:]]", ["zz"]),
+        # groups: their insides are never required, flags make the scan give up
+        (r"ab(?i)c", []),
+        (r"(?P<n>ab)cd", ["cd"]),
+        (r"ab(?:cd)e", ["ab", "e"]),
+        (r"x(?:ab)+y", ["x", "y"]),
+        (r"ab(cd)?e", ["ab", "e"]),
+        (r"a(b|c)d", ["a", "d"]),
+        (r"a{2,}b", ["b"]),
     ],
 )
 def test_required_literals_are_conservative(pattern: str, literals: list[str]) -> None:
@@ -263,3 +299,142 @@ def reference_holds(pattern: str, text: str) -> bool:
         ],
     }
     return reference_evaluate(data, {"tool": "t", "arguments": {"x": text}}).verdict == "deny"
+
+
+KNOWN = (
+    "eq, neq, in, not_in, contains, starts_with, ends_with, regex, cidr, exists, gt, gte, lt, lte"
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "problems"),
+    [
+        (
+            {"path": "$.x", "op": "matches", "value": "a"},
+            [("op", f"unknown operator `matches` (known: {KNOWN})")],
+        ),
+        ({"path": "$.x", "op": 7, "value": 1}, [("op", f"unknown operator `7` (known: {KNOWN})")]),
+        ({"path": "$.x", "op": "in", "value": "a"}, [("value", "must be an array for `in`")]),
+        (
+            {"path": "$.x", "op": "not_in", "value": {}},
+            [("value", "must be an array for `not_in`")],
+        ),
+        ({"path": "$.x", "op": "gt", "value": "5"}, [("value", "must be a number for `gt`")]),
+        ({"path": "$.x", "op": "regex", "value": 5}, [("value", "must be a string for `regex`")]),
+        (
+            {"path": "$.x", "op": "regex", "value": "(unclosed"},
+            [("value", "not a valid RE2 regex: missing ): (unclosed")],
+        ),
+        (
+            {"path": "$.x", "op": "regex", "value": "a" * 1001},
+            [("value", "is longer than 1000 characters")],
+        ),
+        (
+            {"path": "$.x", "op": "cidr", "value": "10.0.0.0/33"},
+            [("value", "not a valid CIDR: prefix out of range")],
+        ),
+        ({"path": "$.x", "op": "cidr", "value": 5}, [("value", "must be a string for `cidr`")]),
+        (
+            {"path": "$.x", "op": "exists", "value": "yes"},
+            [("value", "must be `true` or `false` for `exists`")],
+        ),
+        (
+            {"path": "$.x", "op": "starts_with", "value": 1},
+            [("value", "must be a string for `starts_with`")],
+        ),
+        (
+            {"path": "$.x", "op": "ends_with", "value": 1},
+            [("value", "must be a string for `ends_with`")],
+        ),
+        ({"path": "$.x", "op": "eq"}, [("value", "is required for `eq`")]),
+        ({"path": "$.x", "op": "exists"}, []),
+        (
+            {"path": "$.x", "op": "eq", "value": float("nan")},
+            [("value", "must be a finite number")],
+        ),
+        ({"path": 5, "op": "eq", "value": 1}, [("path", "must be a string")]),
+        (
+            {"path": "x", "flags": "i", "value": 1},
+            [
+                ("flags", "unknown field"),
+                (
+                    "path",
+                    "`x` is not a path of the subset `$`, `$.key`, `$.key[0]` "
+                    "(no wildcards, filters, slices or recursive descent)",
+                ),
+                ("op", "is required"),
+            ],
+        ),
+        ({"op": "eq", "value": 1}, [("path", "is required")]),
+    ],
+)
+def test_clause_problems_say_exactly_what_is_wrong_and_where(
+    clause: dict[str, Any], problems: list[tuple[str, str]]
+) -> None:
+    # these messages are what an author reads beside the field in the console and the API
+    assert clause_problems(clause) == problems
+    if problems:
+        with pytest.raises(OperandInvalid) as raised:
+            compile_clause(clause)
+        assert (raised.value.field, raised.value.message) == problems[0]
+    else:
+        assert compile_clause(clause)({"x": 1})
+
+
+class Text(str):
+    """A string of a subclass, as an enum member or a framework's safe string is."""
+
+
+class Count(int):
+    """An integer of a subclass, as an `IntEnum` member is."""
+
+
+class Amount(float):
+    """A float of a subclass, as a NumPy `float64` is."""
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "actual", "expected"),
+    [
+        ("in", ["a", 1], Text("a"), True),
+        ("in", ["b"], Text("a"), False),
+        ("not_in", ["a"], Text("a"), False),
+        ("in", [3], Count(3), True),
+        ("in", [3.0], Count(3), True),
+        ("in", [4], Count(3), False),
+        ("in", [2.5], Amount(2.5), True),
+        ("in", [True], True, True),
+        ("in", [False, "a"], False, True),
+        ("not_in", [True], True, False),
+        ("gt", 2, Count(3), True),
+        ("gte", 3, Count(3), True),
+        ("lt", 3, Count(3), False),
+        ("lte", 2.5, Amount(2.5), True),
+        ("gt", 2, Amount(2.5), True),
+        ("lt", 2, Amount(2.5), False),
+        ("gt", 0, True, False),
+    ],
+)
+def test_arguments_of_subclasses_compare_as_their_json_values(
+    op: str, value: Any, actual: Any, expected: bool
+) -> None:
+    # a caller may hand over enum members or NumPy scalars: they are the strings and numbers
+    # they stand for, on a top-level key and on a nested path alike
+    assert holds(op, value, {"x": actual}) is expected
+    assert holds(op, value, {"w": {"x": actual}}, path="$.w.x") is expected
+
+
+@pytest.mark.parametrize("op", ["eq", "neq", "in", "starts_with", "regex", "gt"])
+def test_an_index_path_never_reads_an_object_key(op: str) -> None:
+    # `$[0]` is the first element of an array: an object (even a Python caller's dict with an
+    # integer key) has none, so the clause is false, `neq` included
+    value = {"eq": "x", "neq": "y", "in": ["x"], "starts_with": "x", "regex": "x", "gt": 0}[op]
+    arguments = {0: "x" if op != "gt" else 1}
+    assert not holds(op, value, arguments, path="$[0]")
+    assert holds(op, value, {"list": [arguments[0]]}, path="$.list[0]")
+
+
+def test_an_operator_that_is_not_text_is_shown_as_python_writes_it() -> None:
+    # a Python caller's value that prints like an operator is not mistaken for one
+    problems = clause_problems({"path": "$.x", "op": Decimal("1"), "value": 1})
+    assert problems == [("op", f"unknown operator `Decimal('1')` (known: {KNOWN})")]

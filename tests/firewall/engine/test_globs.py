@@ -10,6 +10,7 @@ from firewall.engine.globs import (
     ANY,
     EXACT,
     INFIX,
+    MAX_GLOB_LENGTH,
     PREFIX,
     SUFFIX,
     classify,
@@ -101,3 +102,22 @@ def test_glob_problem_refuses_every_space_and_control_character(char: str) -> No
 
 def test_glob_problem_takes_printable_text_beyond_ascii() -> None:
     assert glob_problem("café.*") is None
+
+
+def test_the_shortest_glob_of_each_shape() -> None:
+    assert classify("a.*") == (PREFIX, "a.")
+    assert classify("*.a") == (SUFFIX, ".a")
+    assert classify("*.a.*") == (INFIX, ".a.")
+    assert compile_glob("a.*")("a.b") and not compile_glob("a.*")("a.")
+    assert compile_glob("*.a")("b.a") and not compile_glob("*.a")(".a")
+    assert compile_glob("*.a.*")("b.a.c") and not compile_glob("*.a.*")(".a.c")
+    assert not compile_glob("*.a.*")("b.a.")
+
+
+def test_glob_problem_messages_and_the_length_limit() -> None:
+    assert glob_problem("", allow_empty=False) == "must not be empty (use `*` to match every tool)"
+    assert glob_problem("x" * MAX_GLOB_LENGTH) is None
+    assert glob_problem("x" * (MAX_GLOB_LENGTH + 1)) == (
+        f"is longer than {MAX_GLOB_LENGTH} characters"
+    )
+    assert glob_problem("*", allow_empty=False) is None
