@@ -854,16 +854,7 @@ class Gateway:
                     reasons,
                     f"`{name}` needs a person and the console holds no approval request for it",
                 )
-            try:
-                return await anyio.to_thread.run_sync(
-                    lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout)
-                )
-            except ApprovalDenied as exc:
-                raise Refusal(reasons, f"`{name}` was not approved: {exc}") from None
-            except ApprovalTimeout as exc:
-                raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
-            except SelectorUnavailableError as exc:
-                raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+            return await self._queued(session, name, check, reasons)
         text = question(name, forwarded, reasons, check, asked=self.asked(name, forwarded))
         if elicit is not None:
             try:
