@@ -514,6 +514,17 @@ def load_config(path: str | Path) -> GatewayConfig:
     return read_config(raw, base=file.parent, lines=_lines(text), path=file)
 
 
+def _beside(reader: Any, raw: Mapping[str, Any], key: str, base: Path, what: str) -> Path | None:
+    """The file `key` names, beside gateway.yaml; a problem at `key` when it does not exist."""
+    named = reader.text(raw.get(key), key)
+    if named is None:
+        return None
+    found = (base / named).resolve()
+    if not found.is_file():
+        reader.problem(key, f"the {what} `{named}` does not exist")
+    return found
+
+
 def read_config(
     raw: Any, *, base: Path, lines: Mapping[str, int] | None = None, path: Path | None = None
 ) -> GatewayConfig:
@@ -528,18 +539,8 @@ def read_config(
     if not isinstance(agent, str) or not TOOL_NAME.match(agent):
         reader.problem("agent", f"must be an agent name, not `{agent}`")
         agent = "gateway"
-    firewall = None
-    name = reader.text(raw.get("firewall"), "firewall")
-    if name is not None:
-        firewall = (base / name).resolve()
-        if not firewall.is_file():
-            reader.problem("firewall", f"the policy `{name}` does not exist")
-    rulebook = None
-    named = reader.text(raw.get("rulebook"), "rulebook")
-    if named is not None:
-        rulebook = (base / named).resolve()
-        if not rulebook.is_file():
-            reader.problem("rulebook", f"the rulebook `{named}` does not exist")
+    firewall = _beside(reader, raw, "firewall", base, "policy")
+    rulebook = _beside(reader, raw, "rulebook", base, "rulebook")
     pins_name = reader.text(raw.get("pins"), "pins")
     stem = path.stem if path is not None else "gateway"
     pins = (base / (pins_name or f"{stem}.pins.json")).resolve()
