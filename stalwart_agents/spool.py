@@ -7,7 +7,8 @@ committed before the sink returns, so a record handed over survives the process 
 every record to disk, at a few milliseconds each on an ordinary disk.)
 
 `Shipper` runs background threads (`lanes`, default 2, each the sessions whose id hashes to it)
-that send the oldest records to the console's `POST /v1/decisions` in batches, and deletes them from the spool only once the console has
+that send the oldest records to the console's `POST /v1/decisions` in batches (a batch that is not
+full waits `linger` seconds, 0.05 by default, for the records that follow it), and deletes them from the spool only once the console has
 answered 200 (stored, already stored, or kept as unreadable: the console has them either way).
 The console down, slow or failing (a network error, a timeout, 429, 5xx, 401/403) costs nothing
 but time: the same batch is sent again after a backoff that doubles from `backoff[0]` to
@@ -279,6 +280,7 @@ class Shipper:
         api_key: str,
         batch: int = DEFAULT_BATCH,
         interval: float = 0.2,
+        linger: float = 0.05,
         timeout: float = 10.0,
         backoff: tuple[float, float] = (0.5, 30.0),
         organisation: str | None = None,
@@ -286,11 +288,14 @@ class Shipper:
     ) -> None:
         if batch < 1 or lanes < 1:
             raise ValueError("batch and lanes: at least 1")
+        if not 0 <= linger <= interval:
+            raise ValueError("linger: from 0 to the interval")
         self.spool = spool
         self.url = url.rstrip("/") + "/v1/decisions"
         self.api_key = api_key
         self.batch = batch
         self.interval = interval
+        self.linger = linger
         self.timeout = timeout
         self.backoff = backoff
         self.organisation = organisation
@@ -393,6 +398,11 @@ class Shipper:
             if moved == 0:
                 self.spool.arrived.wait(self.interval)
                 self.spool.arrived.clear()
+            if moved < self._limits[lane]:
+                # Not a full batch: the records of the next `linger` seconds go with it. Each
+                # post costs this process CPU (and the GIL) beside the decisions it logs, so a
+                # stream of decisions is shipped in a few larger batches, not a post each.
+                self._stop.wait(self.linger)
 
     def start(self) -> Shipper:
         if not any(thread.is_alive() for thread in self._threads):
@@ -438,7 +448,7 @@ def decision_log(
 ) -> tuple[Spool, Shipper]:
     """A spool at `path` (or `default_path()`) and its shipper to the console at `url`, started:
     give the spool to a session as its `sink`. `options` are `Spool`'s caps and `Shipper`'s
-    batch, interval, timeout, backoff and organisation."""
+    batch, interval, linger, timeout, backoff and organisation."""
     spool_options = {
         k: options.pop(k) for k in ("max_records", "max_bytes", "synchronous") if k in options
     }

@@ -191,3 +191,40 @@ def test_a_record_the_console_refuses_alone_is_parked_and_the_rest_ship_in_order
     shipped = [i for batch in shipper.sent for i in batch if "bad" not in batch]
     assert shipped == ["a", "b", "c", "d", "e"]
     assert spool.status()["parked"] == 1
+
+
+class _Counting(Shipper):
+    """A shipper whose console takes every batch, counting the posts."""
+
+    def __init__(self, spool, linger):
+        super().__init__(spool, url="http://127.0.0.1:9", api_key="k", lanes=1, linger=linger)
+        self.sent: list[list[str]] = []
+
+    def _post(self, bodies):
+        self.sent.append([json.loads(body)["id"] for body in bodies])
+        return {"stored": len(bodies), "duplicates": 0, "unreadable": []}
+
+
+@pytest.mark.parametrize("linger", [0.0, 0.1])
+def test_a_stream_of_records_ships_in_a_few_batches_in_order(tmp_path, linger):
+    import time
+
+    spool = Spool(tmp_path / "s.sqlite3")
+    shipper = _Counting(spool, linger).start()
+    try:
+        for n in range(60):
+            spool({"id": f"r{n}", "session": "s"})
+            time.sleep(0.005)
+        assert shipper.flush(timeout=10)
+    finally:
+        shipper.stop()
+    assert [i for batch in shipper.sent for i in batch] == [f"r{n}" for n in range(60)]
+    if linger:  # each post waits for the records of the next 0.1 s: a handful of posts
+        assert len(shipper.sent) <= 15
+    else:  # without it, nearly a post per record (what cost the runtime its tail)
+        assert len(shipper.sent) > 30
+
+
+def test_a_linger_longer_than_the_interval_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="linger"):
+        Shipper(Spool(tmp_path / "s.sqlite3"), url="http://x", api_key="k", linger=1.0)
