@@ -116,11 +116,13 @@ class EventWriter:
                 self._commit(batch)
             except DatabaseError:
                 self._one_by_one(batch)
+                return
         except DatabaseError:
             self._one_by_one(batch)
-        else:
-            for job in batch:
-                job.done.set()
+            return
+        # Committed, at the first try or on a new connection: each request has its answer.
+        for job in batch:
+            job.done.set()
 
     def _commit(self, batch: list[Job]) -> None:
         from console.models import Event

@@ -189,3 +189,28 @@ def test_a_grouped_event_is_the_event_a_direct_write_makes(key):
     from firewall.models import RuleMatchCount
 
     assert sum(RuleMatchCount.objects.values_list("count", flat=True)) == 2
+
+
+def test_a_batch_written_again_on_a_new_connection_answers_at_once(key):
+    """The server dropped the writer's connection (a restart, an idle timeout): the next batch
+    fails its first statement, is written again on a new connection, and its requests are
+    answered then, not at the end of the write timeout."""
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    call = {"tool": "files.read", "arguments": {"path": "/a"}, "agent": "ops", "session": "s"}
+    assert (
+        client.post("/v1/firewall/evaluate", json.dumps(call), "application/json").status_code
+        == 200
+    )
+    with connection.cursor() as cursor:  # every other backend of this database: the writer's
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    time.sleep(0.2)
+    with override_settings(STALWART_EVENT_WRITE_TIMEOUT=20):
+        started = time.monotonic()
+        again = client.post("/v1/firewall/evaluate", json.dumps(call), "application/json")
+        took = time.monotonic() - started
+    assert again.status_code == 200 and again.json()["verdict"] == "allow"
+    assert took < 10, f"answered after {took:.1f} s: the request waited for the write timeout"
+    assert Event.objects.filter(tool="files.read").count() == 2
