@@ -207,7 +207,10 @@ def logical_lines(text: str, error: ErrorSink, *, leading_joiners: bool = False)
             spans.append((offset, nxt_number, col))
             parts.append(more)
             depth += more_depth
-        out.append(Line(number, indent, " ".join(parts), tuple(spans), failed))
+        joined_text = " ".join(parts)
+        if not failed and not joined_text.strip():
+            continue  # nothing but a continuation mark (`\\` and blank lines): a blank line
+        out.append(Line(number, indent, joined_text, tuple(spans), failed))
     if leading_joiners:
         out = _join_leading(out)
     return out

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rulebooks.compiler import (
@@ -61,6 +61,11 @@ def compiles_or_refuses(source, **kwargs) -> dict | None:
 
 @FAST
 @given(colang_soup, st.sampled_from([None, "1.0", "2.x"]))
+# A line that is only a continuation mark joined nothing into an empty logical line, on which
+# the 1.0 parser took a first word that is not there (an IndexError, found by this test in CI).
+@example("\\\n", "1.0")
+@example("\\", "2.x")
+@example("define flow greet\n  \\\n\n  user said hello\n", None)
 def test_colang_soup_compiles_or_is_refused_and_nothing_else(source, version) -> None:
     compiles_or_refuses(source, colang_version=version)
 
