@@ -14,6 +14,7 @@ import re
 import time
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from console.access import Actor
@@ -159,7 +160,11 @@ def test_two_matcher_processes_raise_exactly_the_alerts_one_raises_each_once(act
             assert time.monotonic() < deadline, "not every drain ended"
             time.sleep(0.2)
     taken = [_taken(log) for log in logs]
-    assert all(sum(t) > 0 for t in taken), f"both workers should have matched events: {taken}"
+    assert all(taken), f"both workers should have run drains: {taken}"
+    if connection.vendor == "postgresql":
+        # Two writers at once: each worker matched events of its own. SQLite has one writer at
+        # a time, so there one worker may legitimately find every shard already drained.
+        assert all(sum(t) > 0 for t in taken), f"both workers should have matched events: {taken}"
     # Every event taken once, by one of the two: none matched twice, none left.
     assert sum(map(sum, taken)) == total
     assert Event.objects.filter(is_alert=False, match_state=MatchState.MATCHED).count() == total
