@@ -28,8 +28,9 @@ begins with each turn the person says (`read`) or with `begin_run()`.
 **Decision logs**: a session given a `sink` hands it one record per decision (`check_call`) and
 one per call that ran (`run_allowed`), as a plain JSON dict redacted through the one credential
 table (see `decision_record`). A door that checks a call and then executes it (the MCP gateway,
-which asks its firewall in between) makes one decision, not two: the executor's check of the
-same call at the same point of the history, with the same answer, is not logged again. A sink that raises changes no decision: the record is kept on the
+where its firewall denies, holds or cleans the call) makes one decision, not two: the executor's
+check of the same call at the same point of the history, with the same answer, is not logged
+again. A sink that raises changes no decision: the record is kept on the
 session (`unlogged`) and handed again, in order, before the next one (a durable sink is
 `stalwart_agents.spool.Spool`).
 
