@@ -143,12 +143,23 @@ def _environ(calls: Path) -> dict[str, str]:
     }
 
 
-def _client(url: str, token: str | None = TOKEN, **given: Any) -> mcp.Client:
+def _client(
+    url: str, token: str | None = TOKEN, *, answers: list[str] | None = None, **given: Any
+) -> mcp.Client:
+    """An HTTP client of the gateway; `answers` collects the content type of each `tools/call`
+    answer."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else None
     http = create_mcp_http_client(headers=headers)
+    if answers is not None:
+
+        async def seen(response: Any) -> None:
+            if b'"tools/call"' in response.request.content:
+                answers.append(response.headers.get("content-type", "").split(";")[0])
+
+        http.event_hooks["response"].append(seen)
     return mcp.Client(streamable_http_client(url, http_client=http), **given)
 
 
@@ -221,6 +232,35 @@ def test_a_client_over_streamable_http_goes_through_the_gateway(
             await story(client, person, calls)
 
     anyio.run(run)
+
+
+@pytest.mark.parametrize(
+    ("mode", "answered_in"), [("auto", "application/json"), ("legacy", "text/event-stream")]
+)
+def test_http_answers_a_modern_call_in_json_and_keeps_a_handshake_era_call_on_its_stream(
+    approved_gateway, http_gateway, mode: str, answered_in: str
+) -> None:  # noqa: ANN001
+    """A 2026-07-28 call is answered with one JSON body (a confirm is an `InputRequiredResult`;
+    the SDK opens an SSE stream, with pings, only for an answer that takes over 15 s, such as a
+    person answering in the console's queue); a handshake-era client is asked on its call's SSE
+    stream (`elicitation/create`), so the whole story, confirms included, runs over HTTP in that
+    era too."""
+    calls = approved_gateway["calls"]
+    calls.write_text("", encoding="utf-8")
+    person = Person(calls)
+    answers: list[str] = []
+
+    async def run() -> str:
+        async with _client(
+            http_gateway, answers=answers, mode=mode, elicitation_callback=person
+        ) as client:
+            await story(client, person, calls)
+            return client.protocol_version
+
+    version = anyio.run(run)
+    assert (version == "2026-07-28") == (mode == "auto"), version
+    assert person.asked, "the story's writes were confirmed by the person"
+    assert answers and set(answers) == {answered_in}, answers
 
 
 def test_an_http_tools_call_reaches_the_server_once_without_listing_its_tools(
