@@ -1,8 +1,8 @@
 """MCP gateways as they report themselves: their servers, pinned tools, withdrawn tools, events.
 
-A gateway connected to the console (`STALWART_URL` and an API key) reports at start and on every
-change (`POST /v1/gateways/<name>/report`): each server's state and tools, and the events of the
-change -- a tool withdrawn because its description or schema changed (with the diff), a call the
+A gateway connected to the console (`STALWART_URL` and an API key) reports at start, on every
+change and every minute with nothing new (`POST /v1/gateways/<name>/report`), and once more as it
+stops (`state: stopped`): each server's state and tools, and the events of the change -- a tool withdrawn because its description or schema changed (with the diff), a call the
 gateway's own firewall file decided. The report is validated and bounded here (`read_report`);
 every problem is named by its field path. The tool check's decisions need no report: the
 gateway's session is the console's, and the sessions API records them as it does for every door.
@@ -18,6 +18,7 @@ instance.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -53,6 +54,11 @@ STATUSES = ("pinned", "withdrawn")
 WHY = ("changed", "not_approved", "schema_unusable")
 KINDS = ("read", "write", "unknown")
 FIREWALL_DECISIONS = ("allow", "confirm", "refuse")
+#: What a report says of the gateway itself: it runs, or this is its last report as it stops.
+RUN_STATES = ("running", "stopped")
+#: A running gateway reports at least every minute (`stalwart_agents.gateway.core.HEARTBEAT`);
+#: one silent for three of those is shown as not reporting (gone without saying so, or cut off).
+SILENT_AFTER = timedelta(seconds=180)
 
 
 class ReportInvalid(Exception):
@@ -205,14 +211,20 @@ def _instance(data: dict, errors: dict) -> tuple[str, str]:
     return instance, host.strip()
 
 
-def read_report(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[str, str]]:
-    """The servers, events and (instance, host) of a report, or `ReportInvalid` naming every
-    problem's path."""
+def read_report(
+    data: Any,
+) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[str, str], str]:
+    """The servers, events, (instance, host) and run state (`running`, `stopped`) of a report,
+    or `ReportInvalid` naming every problem's path."""
     errors: dict[str, list[str]] = {}
     if not isinstance(data, dict):
         raise ReportInvalid({"non_field_errors": ["the body must be a JSON object"]})
-    _only(data, {"servers", "events", "instance", "host"}, "", errors)
+    _only(data, {"servers", "events", "instance", "host", "state"}, "", errors)
     identity = _instance(data, errors)
+    state = data.get("state", "running")
+    if state not in RUN_STATES:
+        errors["state"] = [" or ".join(RUN_STATES)]
+        state = "running"
     servers = data.get("servers")
     if not isinstance(servers, dict) or len(servers) > MAX_SERVERS:
         errors["servers"] = [f"must map at most {MAX_SERVERS} server names to their state"]
@@ -232,7 +244,7 @@ def read_report(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[
     found = [_event(event, f"events[{i}]", errors) for i, event in enumerate(events)]
     if errors:
         raise ReportInvalid(errors)
-    return read, [event for event in found if event is not None], identity
+    return read, [event for event in found if event is not None], identity, state
 
 
 @transaction.atomic
@@ -241,8 +253,9 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
     events (one row per organisation, name and instance)."""
     if not NAME.match(name):
         raise ReportInvalid({"name": ["a gateway's name (letters, digits, _ . -, at most 100)"]})
-    servers, events, (instance, host) = read_report(data)
+    servers, events, (instance, host), state = read_report(data)
     now = timezone.now()
+    stopped_at = now if state == "stopped" else None
     gateway, created = Gateway.objects.select_for_update().get_or_create(
         organisation=actor.organisation,
         name=name,
@@ -252,6 +265,7 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
             "host": host,
             "reported_by": actor.label[:200],
             "reported_at": now,
+            "stopped_at": stopped_at,
         },
     )
     if not created:
@@ -259,7 +273,8 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
         gateway.host = host
         gateway.reported_by = actor.label[:200]
         gateway.reported_at = now
-        gateway.save(update_fields=["servers", "host", "reported_by", "reported_at"])
+        gateway.stopped_at = stopped_at
+        gateway.save(update_fields=["servers", "host", "reported_by", "reported_at", "stopped_at"])
     for event in events:
         if event["kind"] == "tool_withdrawn":
             services.event_record(
@@ -334,16 +349,28 @@ def gateway_forget(*, actor, gateway: Gateway) -> None:  # noqa: ANN001
     gateway.delete()
 
 
+def status(gateway: Gateway, now: Any = None) -> str:
+    """`stopped` (it said so as it stopped), `silent` (no report for `SILENT_AFTER`: gone without
+    saying so, or cut off from the console), else `running`."""
+    if gateway.stopped_at is not None:
+        return "stopped"
+    if (now or timezone.now()) - gateway.reported_at > SILENT_AFTER:
+        return "silent"
+    return "running"
+
+
 def as_dict(gateway: Gateway) -> dict[str, Any]:
     return {
         "id": gateway.pk,
         "name": gateway.name,
         "instance": gateway.instance,
         "host": gateway.host,
+        "status": status(gateway),
         "servers": gateway.servers,
         "reported_by": gateway.reported_by,
         "first_reported_at": gateway.first_reported_at.isoformat(),
         "reported_at": gateway.reported_at.isoformat(),
+        "stopped_at": gateway.stopped_at.isoformat() if gateway.stopped_at else None,
     }
 
 
@@ -398,8 +425,9 @@ def _rows(gateway: Gateway) -> list[dict[str, Any]]:
 def gateways_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "gateways.read")
+    now = timezone.now()
     gateways = [
-        {"gateway": g, "servers": _rows(g)}
+        {"gateway": g, "servers": _rows(g), "status": status(g, now)}
         for g in Gateway.objects.filter(organisation=actor.organisation)
     ]
     return render(request, "console/gateways.html", {"gateways": gateways, "actor": actor})

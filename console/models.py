@@ -445,7 +445,7 @@ class Gateway(models.Model):
     `servers` is what the gateway sends at start and on every change, validated and bounded by
     `console.gateways.read_report`: `{server: {"state": "connected" | "down", "error": str,
     "tools": [{"name", "digest", "kind", "status": "pinned" | "withdrawn", "why", "diff"}]}}`.
-    One row per running gateway: two gateways of one `name` (one agent, two machines or two
+    One row per gateway instance: two gateways of one `name` (one agent, two machines or two
     folders) are told apart by `instance`, the id each keeps beside its pins file, and `host`,
     the machine it said it runs on (`""` for a gateway from before instances).
     """
@@ -460,6 +460,9 @@ class Gateway(models.Model):
     reported_by = models.CharField(max_length=200, blank=True)
     first_reported_at = models.DateTimeField(default=timezone.now)
     reported_at = models.DateTimeField(default=timezone.now)
+    #: When the gateway said it was stopping (its last report, `state: stopped`); None while it
+    #: runs. A gateway that vanished without saying so is told by `reported_at` growing old.
+    stopped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name", "instance"]

@@ -45,6 +45,26 @@ def _logging(args: argparse.Namespace) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+async def _until_terminated(serve, *given) -> None:  # noqa: ANN001
+    """`serve(*given)` until it ends or the process is sent SIGTERM: then it is cancelled, so the
+    gateway still stops in order (its servers closed, its last report sent to the console)."""
+    import signal
+
+    import anyio
+
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(watch)
+        await serve(*given)
+        group.cancel_scope.cancel()
+
+
 def _serve(args: argparse.Namespace) -> int:
     import anyio
 
@@ -86,10 +106,10 @@ def _serve(args: argparse.Namespace) -> int:
             # process: kept out of the collector's full passes, which otherwise walk all of it
             # again while a call waits (a few hundred ms on a loaded machine).
             gc.freeze()
-            if args.http:
+            if args.http:  # uvicorn stops on SIGTERM and SIGINT by itself
                 await serve_http(gateway, host=args.host, port=args.port, token=token)
             else:
-                await serve_stdio(gateway)
+                await _until_terminated(serve_stdio, gateway)
 
     anyio.run(main)
     return EXIT_OK

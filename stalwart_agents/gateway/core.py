@@ -187,6 +187,11 @@ MAX_HEARD = 1_000
 MAX_QUEUED = 1_000
 #: Events per report (the console's bound).
 EVENTS_PER_REPORT = 100
+#: Seconds between two reports when nothing changed: the console shows a gateway that has not
+#: reported for three of these (`console.gateways.SILENT_AFTER`) as not reporting.
+HEARTBEAT = 60.0
+#: Seconds a stopping gateway gives its last report (`state: stopped`) before it exits anyway.
+STOP_REPORT_TIMEOUT = 5.0
 
 
 def _bounded(diff: list[str]) -> list[str]:
@@ -226,20 +231,26 @@ class Reporter:
             del self.events[:-MAX_QUEUED]
         self.wake.set()
 
-    async def run(self) -> None:
+    @property
+    def path(self) -> str:
         from urllib.parse import quote
 
-        path = f"/v1/gateways/{quote(self.name, safe='')}/report"
+        return f"/v1/gateways/{quote(self.name, safe='')}/report"
+
+    async def run(self) -> None:
+        """Report on every change, and every `HEARTBEAT` seconds with nothing new (so the console
+        can tell a gateway that is gone from one with nothing to say)."""
         backoff = 0.5
         while True:
-            await self.wake.wait()
+            with anyio.move_on_after(HEARTBEAT):
+                await self.wake.wait()
             self.wake = anyio.Event()
             events, self.events = self.events[:EVENTS_PER_REPORT], self.events[EVENTS_PER_REPORT:]
             if self.events:
                 self.wake.set()
             body = {"servers": self.state(), "events": events, **self.identity}
             try:
-                await anyio.to_thread.run_sync(self.client.post, path, body)
+                await anyio.to_thread.run_sync(self.client.post, self.path, body)
             except SelectorUnavailableError as exc:
                 self.error = str(exc)
                 log.warning("gateway: the console cannot take the report: %s", exc)
@@ -256,6 +267,33 @@ class Reporter:
             backoff = 0.5
             self.error = None
             self.sent += 1
+
+    async def stopped(self, servers: dict[str, Any]) -> None:
+        """The last report, as the gateway stops: its servers as they were (`servers`, taken
+        before their connections closed), the events not yet sent, and `state: stopped`, so the
+        console shows it stopped rather than silent. Given at most `STOP_REPORT_TIMEOUT` seconds;
+        a console that cannot take it is logged, and the console shows the gateway as not
+        reporting once its heartbeats stop."""
+        body = {
+            "servers": servers,
+            "events": self.events[:EVENTS_PER_REPORT],
+            **self.identity,
+            "state": "stopped",
+        }
+        with anyio.move_on_after(STOP_REPORT_TIMEOUT) as waited:
+            try:
+                await anyio.to_thread.run_sync(
+                    self.client.post, self.path, body, abandon_on_cancel=True
+                )
+                self.sent += 1
+                return
+            except (SelectorUnavailableError, RequestRefused) as exc:
+                self.error = f"the console did not take the last report: {exc}"
+        if waited.cancelled_caught:
+            self.error = (
+                f"the console did not take the last report within {STOP_REPORT_TIMEOUT:g} s"
+            )
+        log.warning("gateway: %s", self.error)
 
 
 def console_client(config: GatewayConfig, environ: Mapping[str, str] | None = None) -> Client:
@@ -362,10 +400,13 @@ class Gateway:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        servers = self.state() if self.reporter is not None else {}
         for upstream in self.upstreams.values():
             await upstream.close()
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(None, None, None)
+        if self.reporter is not None:
+            await self.reporter.stopped(servers)
         if self._owns_client:
             self.client.close()
 

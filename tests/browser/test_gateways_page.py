@@ -59,6 +59,10 @@ def test_the_gateways_page_shows_what_a_real_gateway_reported(
     page.click("#main-nav >> text=Gateways")
     card = page.locator("section.gateway[data-gateway=desk]")
     card.wait_for()
+    # The gateway has stopped (the thread above ended it): its last report said so.
+    assert card.get_attribute("data-status") == "stopped"
+    assert card.locator(".gateway-status").inner_text() == "(stopped)"
+    assert "Stopped at" in card.locator("p[role=status]").first.inner_text()
     shop = card.locator("[data-server=shop]")
     assert shop.get_attribute("data-state") == "connected"
     assert shop.locator("table.pinned tr[data-tool=get_order]").inner_text().count("read") == 1

@@ -192,3 +192,113 @@ def test_every_role_reads_the_gateways_page_and_only_an_admin_forgets_one(
     done = client_for(people["admin"]).post(f"/gateways/{gateway.pk}/forget")
     assert done.status_code == 302
     assert not Gateway.objects.filter(pk=gateway.pk).exists()
+
+
+def test_a_gateway_sent_sigterm_reports_itself_stopped_and_the_page_says_so(
+    live_server, people, organisation, actor_for, client_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """`stalwart gateway` over stdio, as an MCP client starts it: running once it has reported;
+    SIGTERM stops it in order, and its last report marks it stopped (API and page)."""
+    import subprocess
+    import sys
+
+    from console import services as console_services
+    from console.models import Gateway
+    from stalwart_agents import cli
+    from tests.gateway.conftest import ROOT
+
+    monkeypatch.setenv("GATEWAY_TEST_CALLS", str(tmp_path / "calls.txt"))
+    path = tmp_path / "gateway.yaml"
+    path.write_text("agent: desk\nservers:\n" + server_block("shop"), encoding="utf-8")
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    _, key = console_services.api_key_create(
+        actor=actor_for(people["admin"], organisation), name="gateway", role="editor"
+    )
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "STALWART_URL": live_server.url,
+        "STALWART_API_KEY": key,
+        "GATEWAY_TEST_CALLS": str(tmp_path / "calls.txt"),
+    }
+    process = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "stalwart_agents", "gateway", "--config", str(path)],
+        cwd=ROOT, env=environ, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _wait(lambda: Gateway.objects.filter(organisation=organisation, name="desk").exists(), 60)
+        page = client_for(people["auditor"]).get("/gateways/").content.decode()
+        assert 'data-status="running"' in page and "(running)" in page
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, process.stderr.read().decode()[-2000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    gateway = Gateway.objects.get(organisation=organisation, name="desk")
+    assert gateway.stopped_at is not None
+    assert gateway.servers["shop"]["state"] == "connected", "its servers as they were"
+    listed = client_for(people["auditor"]).get("/v1/gateways").json()["gateways"][0]
+    assert listed["status"] == "stopped" and listed["stopped_at"]
+    page = client_for(people["auditor"]).get("/gateways/").content.decode()
+    assert 'data-status="stopped"' in page and "(stopped)" in page and "Stopped at" in page
+
+
+def test_a_running_gateway_reports_with_nothing_new_and_a_silent_one_is_shown_not_reporting(
+    live_server, people, organisation, actor_for, client_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console import services as console_services
+    from console.models import Gateway
+    from stalwart_agents import Client, cli
+    from stalwart_agents.gateway import Gateway as McpGateway
+    from stalwart_agents.gateway import core, load_config
+
+    monkeypatch.setattr(core, "HEARTBEAT", 0.2)
+    monkeypatch.setenv("GATEWAY_TEST_CALLS", str(tmp_path / "calls.txt"))
+    path = tmp_path / "gateway.yaml"
+    path.write_text("agent: desk\nservers:\n" + server_block("shop"), encoding="utf-8")
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    _, key = console_services.api_key_create(
+        actor=actor_for(people["admin"], organisation), name="gateway", role="editor"
+    )
+
+    async def run() -> int:
+        gateway = McpGateway(load_config(path), client=Client(live_server.url, key))
+        async with gateway:
+            with anyio.fail_after(30):
+                while gateway.reporter.sent < 4:  # the first, then heartbeats: nothing changed
+                    await anyio.sleep(0.05)
+        return gateway.reporter.sent
+
+    assert anyio.run(run) >= 5, "the last report, as it stopped, is one more"
+    row = Gateway.objects.get(organisation=organisation, name="desk")
+    assert row.stopped_at is not None
+    # Reported again (started anew): running; then silent past three heartbeats of the console's.
+    _, reporter = console_services.api_key_create(
+        actor=actor_for(people["admin"], organisation), name="again", role="editor"
+    )
+    body = {"servers": row.servers, "events": [], "instance": row.instance, "host": row.host}
+    again = Client(live_server.url, reporter).post("/v1/gateways/desk/report", body)
+    assert again["status"] == "running" and again["stopped_at"] is None
+    Gateway.objects.filter(pk=row.pk).update(reported_at=timezone.now() - timedelta(seconds=181))
+    listed = client_for(people["auditor"]).get("/v1/gateways").json()["gateways"][0]
+    assert listed["status"] == "silent"
+    page = client_for(people["auditor"]).get("/gateways/").content.decode()
+    assert (
+        'data-status="silent"' in page and "(not reporting)" in page and "No report since" in page
+    )
+    Gateway.objects.filter(pk=row.pk).update(reported_at=timezone.now() - timedelta(seconds=170))
+    assert client_for(people["auditor"]).get("/v1/gateways").json()["gateways"][0]["status"] == (
+        "running"
+    )
+    from stalwart_agents.client import RequestRefused
+
+    with pytest.raises(RequestRefused) as refused:
+        Client(live_server.url, reporter).post(
+            "/v1/gateways/desk/report", {**body, "state": "gone"}
+        )
+    assert "state" in str(refused.value)
