@@ -2,8 +2,9 @@
 
 A gateway connected to the console (`STALWART_URL` and an API key) reports at start, on every
 change and every minute with nothing new (`POST /v1/gateways/<name>/report`), and once more as it
-stops (`state: stopped`): each server's state and tools, and the events of the change -- a tool withdrawn because its description or schema changed (with the diff), a call the
-gateway's own firewall file decided. The report is validated and bounded here (`read_report`);
+stops (`state: stopped`): each server's state and tools, and the events of the change -- a tool
+withdrawn because its description or schema changed (with the diff), a call the gateway's own
+firewall file decided. The report is validated and bounded here (`read_report`);
 every problem is named by its field path. The tool check's decisions need no report: the
 gateway's session is the console's, and the sessions API records them as it does for every door.
 
