@@ -194,6 +194,18 @@ def test_every_role_reads_the_gateways_page_and_only_an_admin_forgets_one(
     assert not Gateway.objects.filter(pk=gateway.pk).exists()
 
 
+def _approved_desk(folder, admin_actor):  # noqa: ANN001, ANN202
+    """A gateway.yaml of agent `desk` in front of the shop, approved, and an editor's API key."""
+    from console import services as console_services
+    from stalwart_agents import cli
+
+    path = folder / "gateway.yaml"
+    path.write_text("agent: desk\nservers:\n" + server_block("shop"), encoding="utf-8")
+    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    _, key = console_services.api_key_create(actor=admin_actor, name="gateway", role="editor")
+    return path, key
+
+
 def test_a_gateway_sent_sigterm_reports_itself_stopped_and_the_page_says_so(
     live_server, people, organisation, actor_for, client_for, tmp_path, monkeypatch
 ) -> None:  # noqa: ANN001
@@ -202,18 +214,11 @@ def test_a_gateway_sent_sigterm_reports_itself_stopped_and_the_page_says_so(
     import subprocess
     import sys
 
-    from console import services as console_services
     from console.models import Gateway
-    from stalwart_agents import cli
     from tests.gateway.conftest import ROOT
 
     monkeypatch.setenv("GATEWAY_TEST_CALLS", str(tmp_path / "calls.txt"))
-    path = tmp_path / "gateway.yaml"
-    path.write_text("agent: desk\nservers:\n" + server_block("shop"), encoding="utf-8")
-    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
-    _, key = console_services.api_key_create(
-        actor=actor_for(people["admin"], organisation), name="gateway", role="editor"
-    )
+    path, key = _approved_desk(tmp_path, actor_for(people["admin"], organisation))
     environ = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -253,18 +258,13 @@ def test_a_running_gateway_reports_with_nothing_new_and_a_silent_one_is_shown_no
 
     from console import services as console_services
     from console.models import Gateway
-    from stalwart_agents import Client, cli
+    from stalwart_agents import Client
     from stalwart_agents.gateway import Gateway as McpGateway
     from stalwart_agents.gateway import core, load_config
 
     monkeypatch.setattr(core, "HEARTBEAT", 0.2)
     monkeypatch.setenv("GATEWAY_TEST_CALLS", str(tmp_path / "calls.txt"))
-    path = tmp_path / "gateway.yaml"
-    path.write_text("agent: desk\nservers:\n" + server_block("shop"), encoding="utf-8")
-    assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
-    _, key = console_services.api_key_create(
-        actor=actor_for(people["admin"], organisation), name="gateway", role="editor"
-    )
+    path, key = _approved_desk(tmp_path, actor_for(people["admin"], organisation))
 
     async def run() -> int:
         gateway = McpGateway(load_config(path), client=Client(live_server.url, key))
