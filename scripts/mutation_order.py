@@ -22,6 +22,17 @@ runs each mutant against those tests only, with `-x`. Two things this plugin fix
   up to the seed: with a fixed seed the first examples of a short run are drawn like those of a
   long one, but Hypothesis does not promise the same ones.
 
+- A mutant's process is forked from mutmut's fork server, which has imported the tests and the
+  engines to collect them (`forkserver_warmup = "collect"` in pyproject.toml) but run nothing.
+  What collection computed is still there, though: the engines' `functools` caches filled by the
+  tests' module-level tables, whose cached answers come from the unmutated code, so a mutant of a
+  function behind a cache (the address parsers) would never be reached. Before a mutant's tests
+  run, every `functools` cache of the engines is emptied, and while the statistics are taken, before
+  each test (so that every test reaching a function behind a cache is tied to it, not only the
+  first). (mutmut's default forked each mutant from
+  a process that had run the whole suite, with every cache full: mutants reported as survivors
+  were killed by the same tests in a fresh process.)
+
 Loaded with `-p scripts.mutation_order` (see `[tool.mutmut]` in pyproject.toml); outside mutmut it
 does nothing.
 """
@@ -70,12 +81,41 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: Any) -> Iterator[None]:
-    yield
     state = _mutmut_state()
+    if state is not None and _collecting_stats():
+        # Each test reaches the functions behind the engines' caches itself, so that the stats
+        # tie it to them (with the cache a test before it filled, it would never call them).
+        _clear_caches()
+    yield
     if state is None or not _collecting_stats():
         return
     for name in getattr(item, "fixturenames", ()):
         state._stats.update(_FIXTURE_CALLS.get(name, ()))
+
+
+#: The packages whose caches a mutant's run starts without.
+ENGINES = ("guard.engine", "firewall.engine")
+
+
+def _clear_caches() -> int:
+    """Empty every `functools.lru_cache`/`cache` of the engines' imported modules; how many."""
+    import sys
+
+    cleared = 0
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(ENGINES):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and hasattr(value, "cache_info"):
+                clear()
+                cleared += 1
+    return cleared
+
+
+def pytest_sessionstart(session: Any) -> None:
+    if _mutmut_state() is not None and not _collecting_stats():
+        _clear_caches()
 
 
 def _max_examples() -> int:
