@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 
 .PHONY: screenshots run test install nemo-env lint check-deploy test-package test-sqlite test-postgres
-.PHONY: soak-broker bench bench-http bench-runtime bench-decisionlog bench-gateway mutation fuzz clean
+.PHONY: soak-broker bench bench-http bench-runtime bench-decisionlog bench-gateway mutation mutation-firewall fuzz clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -98,6 +98,10 @@ bench-gateway: install
 mutation: install
 	bash scripts/mutation.sh guard
 	$(PY) scripts/mutation_controls.py
+
+# The firewall engine (about 50 minutes with 2 workers on this machine kind; benchmarks/README.md).
+mutation-firewall: install
+	bash scripts/mutation.sh firewall
 
 # Screenshots of every console page at 1440x900 and 390x844 into docs/screenshots/ (README);
 # PAGES="proof rulebook-compare" takes only those.
