@@ -29,9 +29,9 @@ runs each mutant against those tests only, with `-x`. Two things this plugin fix
   function behind a cache (the address parsers) would never be reached. Before a mutant's tests
   run, every `functools` cache of the engines is emptied, and while the statistics are taken, before
   each test (so that every test reaching a function behind a cache is tied to it, not only the
-  first). (mutmut's default forked each mutant from
-  a process that had run the whole suite, with every cache full: mutants reported as survivors
-  were killed by the same tests in a fresh process.)
+  first). (mutmut's default forked each mutant from a process that had run the whole suite, with
+  every cache full: mutants reported as survivors were killed by the same tests in a fresh
+  process.)
 
 Loaded with `-p scripts.mutation_order` (see `[tool.mutmut]` in pyproject.toml); outside mutmut it
 does nothing.
