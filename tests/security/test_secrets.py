@@ -17,42 +17,27 @@ from console.models import AuditRow, Event
 from firewall.engine import credentials
 from firewall.engine.sanitize import build_sanitizer
 from proof.engine.codechecks import check_python, check_text
+from tests.credential_samples import SAMPLES
 
-#: One credential of every shape in the table: (the text an attacker gets written, the secret in it).
-SHAPES: dict[str, tuple[str, str]] = {
-    "private_key": (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bqSECRETBODY\n-----END RSA PRIVATE KEY-----",
-        "MIIEowIBAAKCAQEA7bqSECRETBODY",
-    ),
-    "url_password": ("https://deploy:hunter2pass@git.example.com/repo", "hunter2pass"),
-    "url_token": (
-        "https://hooks.example.com/in?channel=ops&token=9f8e7d6c5b4a3f2e",
-        "9f8e7d6c5b4a3f2e",
-    ),
-    "slack_webhook": (
-        "https://hooks.slack.com/services/T0001/B0002/XXXXXXXXXXXXXXXXXXXXXXXX",
-        "B0002/XXXXXXXXXXXXXXXXXXXXXXXX",
-    ),
-    "jwt": (
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-    ),
-    "anthropic_key": ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"),
-    "openai_key": ("sk-proj-Zyxwvutsrqponmlkjihgfedcba", "Zyxwvutsrqponmlkjihgfedcba"),
-    "stalwart_key": ("stw_1a2b3c4d_q7Lm2Np8Rs4Tv6Wx9Yz0Ab3Cd5Ef", "q7Lm2Np8Rs4Tv6Wx9Yz0Ab3Cd5Ef"),
-    "github_token": (
-        "ghp_R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb",
-        "R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb",
-    ),
-    "slack_token": ("xoxb-123456789012-Qw3rTy8UiOp2", "123456789012-Qw3rTy8UiOp2"),
-    "aws_access_key": ("AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
-    "aws_secret_key": (
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-    ),
-    "bearer_token": ("Authorization: Bearer Vq9Lm2Xc8Rt4Zp7Kd3", "Vq9Lm2Xc8Rt4Zp7Kd3"),
-    "basic_auth": ("Authorization: Basic ZGVwbG95Omh1bnRlcjJwYXNz", "ZGVwbG95Omh1bnRlcjJwYXNz"),
+#: The secret inside each sample of tests/credential_samples.py.
+SECRETS: dict[str, str] = {
+    "private_key": "MIIEowIBAAKCAQEA7bqSECRETBODY",
+    "url_password": "hunter2pass",
+    "url_token": "9f8e7d6c5b4a3f2e",
+    "slack_webhook": "B0002/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "jwt": "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    "anthropic_key": "abcdefghijklmnopqrstuvwxyz",
+    "openai_key": "Zyxwvutsrqponmlkjihgfedcba",
+    "stalwart_key": "q7Lm2Np8Rs4Tv6Wx9Yz0Ab3Cd5Ef",
+    "github_token": "R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb",
+    "slack_token": "123456789012-Qw3rTy8UiOp2",
+    "aws_access_key": "IOSFODNN7EXAMPLE",
+    "aws_secret_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "bearer_token": "Vq9Lm2Xc8Rt4Zp7Kd3",
+    "basic_auth": "ZGVwbG95Omh1bnRlcjJwYXNz",
 }
+#: One credential of every shape in the table: (the text an attacker gets written, the secret in it).
+SHAPES: dict[str, tuple[str, str]] = {name: (SAMPLES[name], SECRETS[name]) for name in SECRETS}
 NAMES = sorted(SHAPES)
 
 

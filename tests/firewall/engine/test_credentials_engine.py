@@ -22,46 +22,27 @@ from firewall.engine.credentials import (
     secret_name,
     shortest,
 )
+from tests.credential_samples import SAMPLES
 
+#: Each sample of tests/credential_samples.py as `redact_text` leaves it.
+REDACTED_SAMPLES: dict[str, str] = {
+    "private_key": "[redacted:private_key]",
+    "url_password": "https://deploy:[redacted:url_password]@git.example.com/repo",
+    "url_token": "https://hooks.example.com/in?channel=ops&token=[redacted:url_token]",
+    "slack_webhook": "https://hooks.slack.com/services/[redacted:slack_webhook]",
+    "jwt": "[redacted:jwt]",
+    "anthropic_key": "[redacted:anthropic_key]",
+    "openai_key": "[redacted:openai_key]",
+    "stalwart_key": "[redacted:stalwart_key]",
+    "github_token": "[redacted:github_token]",
+    "slack_token": "[redacted:slack_token]",
+    "aws_access_key": "[redacted:aws_access_key]",
+    "aws_secret_key": "aws_secret_access_key = [redacted:aws_secret_key]",
+    "bearer_token": "Authorization: Bearer [redacted:bearer_token]",
+    "basic_auth": "Authorization: Basic [redacted:basic_auth]",
+}
 SHAPES: dict[str, tuple[str, str]] = {
-    "private_key": (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bqSECRETBODY\n-----END RSA PRIVATE KEY-----",
-        "[redacted:private_key]",
-    ),
-    "url_password": (
-        "https://deploy:hunter2pass@git.example.com/repo",
-        "https://deploy:[redacted:url_password]@git.example.com/repo",
-    ),
-    "url_token": (
-        "https://hooks.example.com/in?channel=ops&token=9f8e7d6c5b4a3f2e",
-        "https://hooks.example.com/in?channel=ops&token=[redacted:url_token]",
-    ),
-    "slack_webhook": (
-        "https://hooks.slack.com/services/T0001/B0002/XXXXXXXXXXXXXXXXXXXXXXXX",
-        "https://hooks.slack.com/services/[redacted:slack_webhook]",
-    ),
-    "jwt": (
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-        "[redacted:jwt]",
-    ),
-    "anthropic_key": ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "[redacted:anthropic_key]"),
-    "openai_key": ("sk-proj-Zyxwvutsrqponmlkjihgfedcba", "[redacted:openai_key]"),
-    "stalwart_key": ("stw_1a2b3c4d_q7Lm2Np8Rs4Tv6Wx9Yz0Ab3Cd5Ef", "[redacted:stalwart_key]"),
-    "github_token": ("ghp_R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb", "[redacted:github_token]"),
-    "slack_token": ("xoxb-123456789012-Qw3rTy8UiOp2", "[redacted:slack_token]"),
-    "aws_access_key": ("AKIAIOSFODNN7EXAMPLE", "[redacted:aws_access_key]"),
-    "aws_secret_key": (
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "aws_secret_access_key = [redacted:aws_secret_key]",
-    ),
-    "bearer_token": (
-        "Authorization: Bearer Vq9Lm2Xc8Rt4Zp7Kd3",
-        "Authorization: Bearer [redacted:bearer_token]",
-    ),
-    "basic_auth": (
-        "Authorization: Basic ZGVwbG95Omh1bnRlcjJwYXNz",
-        "Authorization: Basic [redacted:basic_auth]",
-    ),
+    name: (SAMPLES[name], REDACTED_SAMPLES[name]) for name in REDACTED_SAMPLES
 }
 
 NEAR_MISSES = [
@@ -83,7 +64,7 @@ NEAR_MISSES = [
 
 def test_names_follow_the_table():
     assert CREDENTIAL_NAMES == tuple(item.name for item in RECOGNISERS)
-    assert set(CREDENTIAL_NAMES) == set(SHAPES)
+    assert set(CREDENTIAL_NAMES) == set(SHAPES) == set(SAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
