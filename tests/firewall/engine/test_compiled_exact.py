@@ -15,6 +15,7 @@ import pytest
 import firewall.engine.compiled as compiled_module
 from firewall.engine import CompiledPolicy, compile_policy, reference_evaluate
 
+from .conftest import FakeResolver
 from .conftest import policy as make_policy
 
 
@@ -24,20 +25,6 @@ def index_of(policy: CompiledPolicy, stage: str = "tool_call") -> Any:
 
 def candidate_names(policy: CompiledPolicy, tool: str) -> list[str]:
     return sorted(rule.name for bucket in index_of(policy).candidates(tool) for rule in bucket)
-
-
-class TableResolver:
-    """Answers from a table; an unknown name fails like a DNS miss."""
-
-    def __init__(self, table: dict[str, list[str]]) -> None:
-        self.table = table
-        self.asked: list[str] = []
-
-    def __call__(self, host: str) -> list[str]:
-        self.asked.append(host)
-        if host not in self.table:
-            raise OSError(host)
-        return self.table[host]
 
 
 def eq_rules(count: int) -> list[dict[str, Any]]:
@@ -212,7 +199,7 @@ def test_the_infix_set_serves_names_with_more_than_12_inner_dots(dots: int, uses
 
 
 def test_without_a_resolver_the_default_resolver_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = TableResolver({"ok.example": ["10.0.0.1"]})
+    fake = FakeResolver({"ok.example": ["10.0.0.1"]})
     monkeypatch.setattr(compiled_module, "default_resolver", lambda: fake)
     decision = compile_policy(make_policy(EGRESS_DENY)).evaluate(EGRESS_CALL)
     assert (decision.verdict, decision.rule, decision.errors) == ("deny", "rule 0", [])
@@ -220,7 +207,7 @@ def test_without_a_resolver_the_default_resolver_is_asked(monkeypatch: pytest.Mo
 
 
 def test_a_shadow_rule_before_an_egress_rule_keeps_the_call_and_the_resolver() -> None:
-    fake = TableResolver({"ok.example": ["10.0.0.1"]})
+    fake = FakeResolver({"ok.example": ["10.0.0.1"]})
     data = make_policy({"verdict": "audit", "mode": "shadow", "name": "sh", "id": 3}, EGRESS_DENY)
     decision = compile_policy(data, resolver=fake).evaluate(EGRESS_CALL)
     assert decision.to_dict() == {
