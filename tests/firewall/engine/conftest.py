@@ -1,10 +1,13 @@
-"""Shared helpers for the firewall engine tests: a fake resolver and policy builders."""
+"""Shared helpers for the firewall engine tests: a fake resolver and a fake clock, policy builders,
+a sanitizer run and a sequence event."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+
+from firewall.engine.sanitize import build_sanitizer
 
 
 class FakeResolver:
@@ -43,3 +46,26 @@ def policy(*rules: dict[str, Any], default: str = "allow") -> dict[str, Any]:
         rule.setdefault("priority", (index + 1) * 10)
         filled.append(rule)
     return {"name": "test", "default_verdict": default, "rules": filled}
+
+
+class Clock:
+    """A clock that stands still at 1000.0 until a test moves `now`."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def redact(presets: list[str], value: Any, patterns: list[str] | None = None) -> Any:
+    """`value` through a sanitizer of these presets and patterns."""
+    spec: dict[str, Any] = {"presets": presets}
+    if patterns:
+        spec["patterns"] = patterns
+    return build_sanitizer(spec).redact(value)
+
+
+def ev(event_id: Any, tool: str, ts: float, **extra: Any) -> dict[str, Any]:
+    """An event of the sequence matchers' input."""
+    return {"id": event_id, "tool": tool, "ts": ts, **extra}

@@ -9,13 +9,7 @@ import pytest
 
 from firewall.engine.resolver import ResolutionFailed, SystemResolver
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .conftest import Clock
 
 
 def test_answers_are_cached_until_their_ttl_runs_out() -> None:

@@ -18,13 +18,7 @@ import pytest
 from firewall.engine import resolver as resolver_module
 from firewall.engine.resolver import ResolutionFailed, SystemResolver, default_resolver
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .conftest import Clock
 
 
 class Lookup:

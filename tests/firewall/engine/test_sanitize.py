@@ -10,16 +10,10 @@ from firewall.engine.sanitize import (
     MAX_SANITIZE_DEPTH,
     SANITIZE_PRESETS,
     SanitizeFailed,
-    build_sanitizer,
     sanitizer_problems,
 )
 
-
-def redact(presets: list[str], value: Any, patterns: list[str] | None = None) -> Any:
-    spec: dict[str, Any] = {"presets": presets}
-    if patterns:
-        spec["patterns"] = patterns
-    return build_sanitizer(spec).redact(value)
+from .conftest import redact
 
 
 @pytest.mark.parametrize(

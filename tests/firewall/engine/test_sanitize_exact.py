@@ -28,16 +28,11 @@ from firewall.engine.sanitize import (
     sanitizer_problems,
 )
 
+from .conftest import redact
+
 GITHUB = "ghp_R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 DEEPER = f"arguments nest deeper than {MAX_SANITIZE_DEPTH} levels"
-
-
-def redact(presets: list[str], value: Any, patterns: list[str] | None = None) -> Any:
-    spec: dict[str, Any] = {"presets": presets}
-    if patterns:
-        spec["patterns"] = patterns
-    return build_sanitizer(spec).redact(value)
 
 
 class _Match:

@@ -13,15 +13,13 @@ from hypothesis import strategies as st
 from firewall.engine import SequenceError, advance, match_events
 from firewall.engine.globs import glob_matches
 
+from .conftest import ev
+
 EXFIL = [
     {"tool_glob": "crm.read", "min_count": 3},
     {"tool_glob": "*.export"},
     {"tool_glob": "*", "egress": True},
 ]
-
-
-def ev(event_id: Any, tool: str, ts: float, **extra: Any) -> dict[str, Any]:
-    return {"id": event_id, "tool": tool, "ts": ts, **extra}
 
 
 def run(events: list[dict[str, Any]], steps: list[dict[str, Any]], window: float = 0) -> list[Any]:

@@ -22,13 +22,11 @@ from firewall.engine.sequences import (
     sequence_problems,
 )
 
+from .conftest import ev
+
 ACTIONS = "hold_session, disable_tool, notify"
 A2_B = [{"tool_glob": "a", "min_count": 2}, {"tool_glob": "b"}]
 A_B = [{"tool_glob": "a"}, {"tool_glob": "b"}]
-
-
-def ev(event_id: Any, tool: str, ts: float, **extra: Any) -> dict[str, Any]:
-    return {"id": event_id, "tool": tool, "ts": ts, **extra}
 
 
 def sig(steps: list[list[Any]], window: float) -> str:
