@@ -322,17 +322,52 @@ def redact_value(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> An
     """A copy of a JSON-like `value` with the values of secret keys (by `secret_name`, or named in
     `secret_keys`) replaced by `[redacted]`, and every credential inside a string replaced by
     `[redacted:<shape>]`. The console's events and the runtime's decision logs both use it."""
-    if isinstance(value, dict):
+    return _redacted(value, secret_keys)
+
+
+#: Short strings found clean are remembered: a record's short strings (`typed`, a tool's name,
+#: `turn 0`, a rule's name) repeat from one record to the next. One that held a secret is not
+#: kept, so the cache never holds a secret; past `_CLEAN_MAX` strings it starts again.
+_SHORT = 64
+_CLEAN_MAX = 16384
+_CLEAN: set[str] = set()
+
+
+def _short_redacted(text: str) -> str:
+    if text in _CLEAN:
+        return text
+    cleaned = redact_text(text)[0]
+    if cleaned == text:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN.add(text)
+    return cleaned
+
+
+# Emptied like the `functools` caches (the mutation runs start each mutant without them).
+_short_redacted.cache_clear = _CLEAN.clear  # type: ignore[attr-defined]
+_short_redacted.cache_info = lambda: len(_CLEAN)  # type: ignore[attr-defined]
+
+
+def _redacted(value: Any, secret_keys: frozenset[str]) -> Any:
+    # On every decision's path (each record of the decision logs, each event): most of a record
+    # is short strings and numbers, so those leave before any call.
+    kind = type(value)
+    if kind is str:
+        if len(value) < _SHORTEST:
+            return value
+        return _short_redacted(value) if len(value) <= _SHORT else redact_text(value)[0]
+    if kind is dict or isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            name = str(key)
+            name = key if type(key) is str else str(key)
             if name in secret_keys or secret_name(name):
                 out[name] = REDACTED
             else:
-                out[name] = redact_value(item, secret_keys=secret_keys)
+                out[name] = _redacted(item, secret_keys)
         return out
-    if isinstance(value, list | tuple):
-        return [redact_value(item, secret_keys=secret_keys) for item in value]
+    if kind is list or isinstance(value, list | tuple):
+        return [_redacted(item, secret_keys) for item in value]
     if isinstance(value, str):
         return redact_text(value)[0]
     return value

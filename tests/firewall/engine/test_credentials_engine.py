@@ -297,3 +297,45 @@ def test_redact_value_without_secrets():
     assert redact_value("ghp_R2d2C3poBb8Kx9Lm0Nq1Pr4St7Uv5Wy6Za3Yb") == "[redacted:github_token]"
     assert redact_value(4.5) == 4.5
     assert REDACTED == "[redacted]"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_redact_value_redacts_every_shape_again_and_never_remembers_it(name):
+    # Short strings found clean are remembered (a record's `typed`, `turn 0`, tool names repeat):
+    # a secret must be redacted the second time too, and never be held by that cache.
+    from firewall.engine import credentials
+
+    sample = SAMPLES[name]
+    for _ in range(2):
+        assert redact_value({"v": [sample]}) == {"v": [REDACTED_SAMPLES[name]]}
+    assert sample not in credentials._CLEAN
+
+
+def test_redact_value_remembers_short_clean_strings_within_a_bound(monkeypatch):
+    from firewall.engine import credentials
+
+    monkeypatch.setattr(credentials, "_CLEAN_MAX", 3)
+    credentials._short_redacted.cache_clear()
+    for text in ("typed", "turn 0", "refunds"):
+        assert redact_value(text) == text
+    assert credentials._CLEAN == {"typed", "turn 0", "refunds"}
+    assert credentials._short_redacted.cache_info() == 3
+    assert redact_value("lookup_7") == "lookup_7"
+    assert credentials._CLEAN == {"lookup_7"}  # full: started again
+    long = "x" * (credentials._SHORT + 1)
+    assert redact_value(long) == long
+    assert long not in credentials._CLEAN
+    at_bound = "y" * credentials._SHORT
+    assert redact_value(at_bound) == at_bound
+    assert at_bound in credentials._CLEAN
+    credentials._short_redacted.cache_clear()
+    assert credentials._CLEAN == set()
+
+
+class _Text(str):
+    pass
+
+
+def test_redact_value_redacts_a_str_subclass():
+    assert redact_value([_Text("Bearer Vq9Lm2Xc8Rt4Zp7Kd3")]) == ["Bearer [redacted:bearer_token]"]
+    assert redact_value(_Text("plain")) == "plain"
