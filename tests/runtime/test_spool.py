@@ -228,3 +228,109 @@ def test_a_stream_of_records_ships_in_a_few_batches_in_order(tmp_path, linger):
 def test_a_linger_longer_than_the_interval_is_refused(tmp_path):
     with pytest.raises(ValueError, match="linger"):
         Shipper(Spool(tmp_path / "s.sqlite3"), url="http://x", api_key="k", linger=1.0)
+
+
+def _records(count: int, session: str = "s") -> list[dict]:
+    return [{"id": f"{session}-{n}", "session": session, "n": n} for n in range(count)]
+
+
+def test_the_shipper_reads_a_batch_while_a_decision_holds_the_writer(tmp_path):
+    """A peek reads through the shipper's own connection: a decision's append (the writer's
+    lock) never waits for a batch being read out, and a peek never waits for an append."""
+    import threading
+
+    spool = Spool(tmp_path / "s.sqlite3")
+    for record in _records(3):
+        spool.append(record)
+    read: list = []
+    with spool._lock:  # an append in progress
+        reader = threading.Thread(target=lambda: read.extend(spool.peek(10)))
+        reader.start()
+        reader.join(timeout=5)
+        assert not reader.is_alive(), "the peek waited for the writer's lock"
+    assert [json.loads(body)["n"] for _, body in read] == [0, 1, 2]
+
+
+class _CountingLock:
+    def __init__(self) -> None:
+        import threading
+
+        self.lock, self.taken = threading.Lock(), 0
+
+    def __enter__(self):  # noqa: ANN204
+        self.lock.acquire()
+        self.taken += 1
+        return self
+
+    def __exit__(self, *exc):  # noqa: ANN002, ANN204
+        self.lock.release()
+
+
+def test_an_ack_deletes_a_chunk_at_a_time_under_the_writers_lock(tmp_path):
+    """A decision's append waits for one chunk of a batch's delete, never the whole batch."""
+    from stalwart_agents import spool as spool_module
+
+    spool = Spool(tmp_path / "s.sqlite3")
+    for record in _records(100):
+        spool.append(record)
+    rows = spool.peek(100)
+    size = sum(len(body.encode()) for _, body in rows)
+    spool._lock = _CountingLock()
+    spool.ack([position for position, _ in rows[:70]])
+    assert spool._lock.taken == -(-70 // spool_module.ACK_CHUNK) == 3
+    assert spool.pending() == 30
+    left = spool.peek(100)
+    assert [json.loads(body)["n"] for _, body in left] == list(range(70, 100))
+    spool.ack([position for position, _ in left])
+    assert spool.status()["pending"] == 0 and spool.status()["bytes"] == 0
+    assert size > 0
+
+
+def test_an_ack_deletes_only_the_positions_given_of_its_lane(tmp_path):
+    spool = Spool(tmp_path / "s.sqlite3")
+    for record in _records(4, "a") + _records(4, "b"):
+        spool.append(record)
+    lanes = {lane: spool.peek(10, lane, 2) for lane in (0, 1)}
+    first, other = (lanes[0], lanes[1]) if lanes[0] else (lanes[1], lanes[0])
+    lane = 0 if lanes[0] is first else 1
+    # The other lane's positions, given to this lane's ack, are not this lane's: kept.
+    spool.ack([position for position, _ in other], lane, 2)
+    assert spool.pending() == 8
+    spool.ack([position for position, _ in first[:2]], lane, 2)
+    assert spool.pending() == 6
+    assert [p for p, _ in spool.peek(10, lane, 2)] == [p for p, _ in first[2:]]
+
+
+def test_the_shipper_checkpoints_the_wal_so_that_no_append_has_to(tmp_path):
+    from stalwart_agents import spool as spool_module
+
+    spool = Spool(tmp_path / "s.sqlite3")
+    # SQLite's default is 1,000 pages: the append crossing it would wait for the checkpoint.
+    assert spool._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == spool_module.WAL_PAGES
+    assert spool_module.WAL_PAGES >= 10_000
+    for record in _records(50):
+        spool.append(record)
+    checked: list = []
+    original = spool.checkpoint
+    spool.checkpoint = lambda: checked.append(original()) or checked[-1]
+    spool.ack([position for position, _ in spool.peek(50)])
+    assert len(checked) == 1
+    pages, copied = checked[0]
+    assert pages > 0 and copied == pages
+
+
+def test_a_shipper_that_cannot_reach_the_console_still_checkpoints(tmp_path):
+    import threading
+
+    spool = Spool(tmp_path / "s.sqlite3")
+    spool.append({"id": "1", "session": "s"})
+    checked = threading.Event()
+    original = spool.checkpoint
+    spool.checkpoint = lambda: (checked.set(), original())[1]
+    shipper = Shipper(spool, url="http://127.0.0.1:9", api_key="k", backoff=(0.01, 0.02), lanes=1)
+    shipper.start()
+    try:
+        assert checked.wait(5)
+    finally:
+        shipper.stop()
+    assert spool.pending() == 1 and shipper.failures >= 1
