@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.malformed import RecordsMalformedCalls
+from console.api.plain import plain_validated
 from console.api.views import ORG_PARAM
 from console.services import malformed_call_record
 from firewall import engine, selectors, services
@@ -488,9 +489,12 @@ class EvaluateView(RecordsMalformedCalls, APIView):
         `policy_version` names it, and every verdict but a plain allow is recorded as an event."""
         actor = actor_for_request(request)
         require(actor, "firewall.evaluate")
-        serializer = CallSerializer(data=_object(request))
-        serializer.is_valid(raise_exception=True)
-        call = dict(serializer.validated_data)
+        data = _object(request)
+        call = plain_validated(CallSerializer, data)
+        if call is None:
+            serializer = CallSerializer(data=data)
+            serializer.is_valid(raise_exception=True)
+            call = dict(serializer.validated_data)
         policy = None
         if "policy" in call:
             policy = get_object_for_actor(Policy, actor, pk=call.pop("policy"))
