@@ -12,7 +12,9 @@ so that both meet the same load:
 - `lookup_7` of the order the person named, a read the tool check allows.
 
 The target: the connected session's p99 within 2x of the local session's. Run:
-`python -m benchmarks.runtime [--quick]`; `make bench-runtime`.
+`python -m benchmarks.runtime [--quick] [--rate N]`; `make bench-runtime` (`BENCH_ARGS=...`).
+The checks go back to back unless `--rate` paces them (N a second for each session, sleeping
+between calls as an agent waits for its model).
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ def _figures(samples: list[int]) -> dict[str, float]:
 
 
 def measure(
-    url: str, key: str, public: str, checks: int, env: dict[str, str]
+    url: str, key: str, public: str, checks: int, env: dict[str, str], rate: float = 0.0
 ) -> dict[str, dict[str, dict]]:
     """p50/p99 in microseconds per call and per session kind (`local`, `connected`), and how
-    long a tool switched off on the console took to reach the connected session."""
+    long a tool switched off on the console took to reach the connected session. `rate`: the
+    checks of each session per second (0: one after another, as fast as they go)."""
     from benchmarks.http.seed import catalogue
     from stalwart_agents import Client, runtime
 
@@ -70,7 +73,14 @@ def measure(
         for name, (tool, arguments, origins, context) in CALLS.items():
             samples: dict[str, list[int]] = {kind: [] for kind in sessions}
             answers: dict[str, set] = {kind: set() for kind in sessions}
+            gap = 1 / rate if rate else 0.0
+            due = time.perf_counter()
             for i in range(checks + checks // 10):
+                if gap:  # paced: the agent does other work (waits for its model) between calls
+                    due += gap
+                    pause = due - time.perf_counter()
+                    if pause > 0:
+                        time.sleep(pause)
                 for kind, session in sessions.items():
                     began = time.perf_counter_ns()
                     check = session.check_tool_call(
@@ -117,7 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS))
     parser.add_argument("--checks", type=int, default=20_000, help="checks per call and session")
     parser.add_argument("--quick", action="store_true", help="2,000 checks per figure")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="checks per second of each session (default 0: back to back, as fast as they go)",
+    )
     args = parser.parse_args(argv)
+    if args.rate < 0:
+        parser.error("--rate: 0 or more")
     checks = 2_000 if args.quick else args.checks
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-runtime-")
@@ -130,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         _wait_ready(port, server)
         before = os.getloadavg()
         results = measure(
-            f"http://127.0.0.1:{port}", seeded["key"], seeded["public_key"], checks, env
+            f"http://127.0.0.1:{port}", seeded["key"], seeded["public_key"], checks, env, args.rate
         )
         after = os.getloadavg()
     finally:
@@ -140,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
         f"load average {'/'.join(f'{x:.1f}' for x in before)} before, "
         f"{'/'.join(f'{x:.1f}' for x in after)} after, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {checks:,} checks per figure"
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {checks:,} checks per figure, "
+        f"{f'{args.rate:,.0f} per second per session' if args.rate else 'back to back'}"
     )
     print()
     print(
