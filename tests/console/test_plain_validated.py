@@ -157,6 +157,16 @@ def test_a_serializer_with_a_field_the_shortcut_does_not_know_never_takes_it():
     class WithBounds(serializers.Serializer):
         n = serializers.IntegerField(max_value=3)
 
+    class Contextual:
+        requires_context = True
+
+        def __call__(self, field):  # noqa: ANN001, ANN204
+            return {}
+
+    class WithContextDefault(serializers.Serializer):
+        tool = serializers.CharField()
+        arguments = serializers.JSONField(required=False, default=Contextual())
+
     for kind in (
         WithEmail,
         WithValidator,
@@ -166,6 +176,7 @@ def test_a_serializer_with_a_field_the_shortcut_does_not_know_never_takes_it():
         WithNull,
         WithConstantDefault,
         WithBounds,
+        WithContextDefault,
     ):
         assert _plan(kind) is None, kind.__name__
         assert plain_validated(kind, {"tool": "x", "n": 1}) is None
