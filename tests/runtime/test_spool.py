@@ -5,6 +5,7 @@ test_decision_log_faults.py)."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import uuid
@@ -327,7 +328,11 @@ def test_a_shipper_that_cannot_reach_the_console_still_checkpoints(tmp_path):
     checked = threading.Event()
     original = spool.checkpoint
     spool.checkpoint = lambda: (checked.set(), original())[1]
-    shipper = Shipper(spool, url="http://127.0.0.1:9", api_key="k", backoff=(0.01, 0.02), lanes=1)
+    with socket.socket() as probe:  # a port the OS gave, closed again: nobody answers there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    shipper = Shipper(spool, url=url, api_key="k", backoff=(0.01, 0.02), lanes=1)
     shipper.start()
     try:
         assert checked.wait(5)
