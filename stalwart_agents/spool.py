@@ -216,7 +216,6 @@ class Spool:
                 if self._refusing and self._count < self.max_records:
                     self._refusing = False
                     log.warning("the decision-log spool %s takes records again", self.path)
-        self.checkpoint()
 
     def checkpoint(self) -> tuple[int, int]:
         """Copy the WAL back into the database from the shipper's side, without waiting for the
@@ -384,6 +383,7 @@ class Shipper:
             log.warning("the console refused a batch of %d records; sending halves", len(rows))
             return 0
         self.spool.ack([position for position, _ in rows], lane, self.lanes)
+        self._checkpoint()
         if len(rows) == limit and limit < self.batch:
             self._limits[lane] = min(self.batch, limit * 2)
         answer = answer if isinstance(answer, dict) else {}

@@ -352,12 +352,11 @@ _short_redacted.cache_info = lambda: len(_CLEAN)  # type: ignore[attr-defined]
 def _redacted(value: Any, secret_keys: frozenset[str]) -> Any:
     # On every decision's path (each record of the decision logs, each event): most of a record
     # is short strings and numbers, so those leave before any call.
-    kind = type(value)
-    if kind is str:
+    if type(value) is str:
         if len(value) < _SHORTEST:
             return value
         return _short_redacted(value) if len(value) <= _SHORT else redact_text(value)[0]
-    if kind is dict or isinstance(value, dict):
+    if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             name = key if type(key) is str else str(key)
@@ -366,7 +365,7 @@ def _redacted(value: Any, secret_keys: frozenset[str]) -> Any:
             else:
                 out[name] = _redacted(item, secret_keys)
         return out
-    if kind is list or isinstance(value, list | tuple):
+    if isinstance(value, list | tuple):
         return [_redacted(item, secret_keys) for item in value]
     if isinstance(value, str):
         return redact_text(value)[0]
