@@ -200,7 +200,10 @@ def test_a_call_the_firewall_holds_is_released_by_its_approval(editor, approver,
         {**call, "arguments": {"to": "DE00", "amount": 9000}, "token": token},
     ).json()
     assert (other["decision"], other["reasons"]) == ("refuse", ["token_mismatch"])
-    forged = _post(client, "/v1/firewall/evaluate", {**call, "token": token[:-2] + "00"}).json()
+    # The last two characters changed to two that differ from them, so the forgery never
+    # equals the token (a token ending in "00" made the old forgery the token itself).
+    twisted = "".join("1" if c == "0" else "0" for c in token[-2:])
+    forged = _post(client, "/v1/firewall/evaluate", {**call, "token": token[:-2] + twisted}).json()
     assert forged["reasons"] == ["token_invalid"]
 
 
