@@ -54,7 +54,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from firewall.engine.credentials import redact_value
+from firewall.engine.credentials import redact_jsonable
 from guard import engine
 from guard.engine import execution
 from guard.engine.checks import NAMES
@@ -62,6 +62,7 @@ from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext
 from guard.engine.settings import load_settings
 from router.engine.said import leaves, same_value
+from stalwart_agents.spool import Record
 
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
@@ -1147,7 +1148,7 @@ def decision_record(
 
     `kind` is `decision` (a check's answer) or `execution` (a call that ran: `outcome` is the
     executor's `SUCCEEDED`, `FAILED`, `UNCERTAIN`...). The call's arguments and the decision's
-    detail go through the credential table (`redact_value`); a record past `RECORD_MAX_BYTES`
+    detail go through the credential table (`redact_jsonable`); a record past `RECORD_MAX_BYTES`
     keeps its fields but not its arguments or detail (`truncated` says so).
     """
     version = policy_version
@@ -1163,7 +1164,7 @@ def decision_record(
         detail["outcome"] = {
             name: outcome[name] for name in ("outcome", "key", "error") if outcome.get(name)
         }
-    record: dict[str, Any] = {
+    record = Record({
         "id": str(uuid.uuid4()),
         "session": session,
         "sequence": sequence,
@@ -1176,11 +1177,14 @@ def decision_record(
         "rule": decision.rule or "",
         "policy_version": version if isinstance(version, (str, int)) else None,
         "outcome": str(outcome.get("outcome")) if outcome is not None else None,
-        "detail": redact_value(json.loads(json.dumps(detail, default=str))),
-    }
-    size = len(json.dumps(record, separators=(",", ":")).encode())
-    if size > RECORD_MAX_BYTES:
-        record["detail"] = {"call": {"tool": record["tool"]}, "truncated": size}
+        "detail": redact_jsonable(detail),
+    })  # fmt: skip
+    # JSON's own types only, written ASCII: the text's length is its size in bytes.
+    text = json.dumps(record, separators=(",", ":"))
+    if len(text) > RECORD_MAX_BYTES:
+        record["detail"] = {"call": {"tool": record["tool"]}, "truncated": len(text)}
+        text = json.dumps(record, separators=(",", ":"))
+    record.text = text  # what the spool writes
     return record
 
 

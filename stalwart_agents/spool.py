@@ -76,6 +76,18 @@ CREATE TABLE IF NOT EXISTS parked (
 """
 
 
+class Record(dict):
+    """A decision-log record (`runtime.decision_record` makes them: a plain dict to everyone
+    else) with `text`, the compact JSON it was measured by, which the spool writes as it is
+    rather than writing the record out a second time. None: written out here."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        super().__init__(*args, **fields)
+        self.text: str | None = None
+
+
 class SpoolError(Exception):
     """Base of the spool's own errors."""
 
@@ -149,7 +161,9 @@ class Spool:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one record, committed before this returns; `SpoolFull` when at the cap."""
-        body = json.dumps(record, separators=(",", ":"), default=str)
+        body = record.text if type(record) is Record else None
+        if body is None:
+            body = json.dumps(record, separators=(",", ":"), default=str)
         size = len(body.encode())
         with self._lock:
             if self._count + 1 > self.max_records or self._bytes + size > self.max_bytes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -325,6 +326,27 @@ def redact_value(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> An
     return _redacted(value, secret_keys)
 
 
+def redact_jsonable(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> Any:
+    """`redact_value` of what `json.loads(json.dumps(value, default=str))` makes of `value`, in
+    one walk: made of JSON's own types (a tuple a list, an integer key `"1"`, `True` as a key
+    `"true"`, any other object its `str()`), and redacted as `redact_value` redacts. The
+    decision logs' records are made with it, one per decision."""
+    return _plain_redacted(value, secret_keys)
+
+
+def _json_key(key: Any) -> str:
+    """A dict key as `json.dumps` writes it (str, int, float, bool, None; others by `str`)."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return json.dumps(float(key))
+    return str(key)
+
+
 #: Short strings found clean are remembered: a record's short strings (`typed`, a tool's name,
 #: `turn 0`, a rule's name) repeat from one record to the next. One that held a secret is not
 #: kept, so the cache never holds a secret; past `_CLEAN_MAX` strings it starts again.
@@ -370,3 +392,32 @@ def _redacted(value: Any, secret_keys: frozenset[str]) -> Any:
     if isinstance(value, str):
         return redact_text(value)[0]
     return value
+
+
+def _plain_redacted(value: Any, secret_keys: frozenset[str]) -> Any:
+    # `_redacted`, with each value turned into what a JSON round trip makes of it on the way.
+    kind = type(value)
+    if kind is str:
+        if len(value) < _SHORTEST:
+            return value
+        return _short_redacted(value) if len(value) <= _SHORT else redact_text(value)[0]
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if type(key) is str else _json_key(key)
+            if name in secret_keys or secret_name(name):
+                out[name] = REDACTED
+            else:
+                out[name] = _plain_redacted(item, secret_keys)
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain_redacted(item, secret_keys) for item in value]
+    if isinstance(value, str):
+        return _plain_redacted(str.__str__(value), secret_keys)
+    if isinstance(value, int):  # an IntEnum: json writes the number
+        return int(int.__repr__(value))
+    if isinstance(value, float):
+        return float(value)
+    return _plain_redacted(str(value), secret_keys)

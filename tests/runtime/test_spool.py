@@ -107,6 +107,23 @@ def test_a_record_too_large_keeps_its_fields_but_not_its_arguments():
     assert len(json.dumps(record)) < runtime.RECORD_MAX_BYTES
 
 
+def test_the_spool_writes_the_text_a_record_was_measured_by_and_a_plain_dict_as_it_is(tmp_path):
+    spool = Spool(tmp_path / "s.sqlite3")
+    session = _session(sink=spool)
+    session.check("save_note", {"text": "key AKIAIOSFODNN7EXAMPLE here", "é": (1, 2)})
+    session.check("save_note", {"text": "x" * 100_000})
+    spool({"id": "plain", "n": (1, 2)})
+    bodies = [body for _, body in spool.peek(10)]
+    first, large, plain = (json.loads(body) for body in bodies)
+    assert "AKIAIOSFODNN7EXAMPLE" not in bodies[0] and first["detail"]["call"]["arguments"][
+        "é"
+    ] == [1, 2]
+    assert large["detail"]["truncated"] > 100_000 and len(bodies[1]) < runtime.RECORD_MAX_BYTES
+    assert plain == {"id": "plain", "n": [1, 2]}
+    # The text is the record's own, byte for byte, as a second writing out would give.
+    assert bodies[:2] == [json.dumps(json.loads(b), separators=(",", ":")) for b in bodies[:2]]
+
+
 def test_a_failing_sink_changes_no_decision_and_its_records_are_handed_again_in_order():
     taken: list[dict] = []
     failing = {"on": True}
