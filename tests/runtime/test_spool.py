@@ -211,6 +211,52 @@ def test_a_record_the_console_refuses_alone_is_parked_and_the_rest_ship_in_order
     assert spool.status()["parked"] == 1
 
 
+def test_a_position_given_again_never_overwrites_a_parked_record_and_order_holds(tmp_path):
+    # A position is one past the highest waiting: once the top records left, it is given again.
+    spool = Spool(tmp_path / "s.sqlite3")
+    spool({"id": "first"})
+    ((position, _),) = spool.peek(10)
+    spool.park(position, "refused: first")
+    spool({"id": "second"})
+    ((again, _),) = spool.peek(10)
+    assert again == position
+    spool.park(again, "refused: second")
+    rows = spool._reader.execute("SELECT id, reason FROM parked ORDER BY number").fetchall()
+    assert rows == [("first", "refused: first"), ("second", "refused: second")]
+    for ident in ["a", "b", "c"]:
+        spool({"id": ident})
+    top = spool.peek(10)[-1][0]
+    spool.ack([top])
+    spool({"id": "d"})
+    assert [json.loads(body)["id"] for _, body in spool.peek(10)] == ["a", "b", "d"]
+
+
+def test_a_spool_made_before_keeps_working(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE records (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, "
+        "session TEXT NOT NULL, hash INTEGER NOT NULL, body TEXT NOT NULL, size INTEGER NOT NULL, "
+        "written REAL NOT NULL);"
+        "CREATE TABLE parked (position INTEGER PRIMARY KEY, id TEXT NOT NULL, body TEXT NOT NULL, "
+        "reason TEXT NOT NULL, parked REAL NOT NULL);"
+    )
+    old.execute(
+        "INSERT INTO records (id, session, hash, body, size, written) VALUES (?, ?, ?, ?, ?, ?)",
+        ("waiting", "s", 0, '{"id":"waiting"}', 16, 0.0),
+    )
+    old.commit()
+    old.close()
+    spool = Spool(path)
+    spool({"id": "new", "session": "s"})
+    assert [json.loads(body)["id"] for _, body in spool.peek(10)] == ["waiting", "new"]
+    position = spool.peek(1)[0][0]
+    spool.park(position, "refused")
+    assert spool.status()["parked"] == 1 and spool.pending() == 1
+
+
 class _Counting(Shipper):
     """A shipper whose console takes every batch, counting the posts."""
 
