@@ -125,15 +125,14 @@ class EventWriter:
             job.done.set()
 
     def _commit(self, batch: list[Job]) -> None:
-        from console.models import Event
-        from console.services import _event_recorded
+        from console.services import _event_recorded, events_insert
 
         with transaction.atomic():
             for job in batch:
                 if job.also is not None:
                     job.also()
             rows = [row for job in batch for row in job.rows]
-            stored = Event.objects.bulk_create(rows) if rows else []
+            stored = events_insert(rows) if rows else []
             at = 0
             for job in batch:
                 job.events, at = stored[at : at + len(job.rows)], at + len(job.rows)

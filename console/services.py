@@ -679,11 +679,60 @@ def event_record(*, organisation: Organisation, **fields: Any) -> Event:
 
 
 def events_record(*, organisation: Organisation, items: list[dict[str, Any]]) -> list[Event]:
-    """`event_record` for many events at once (one INSERT; a runtime's batch of decision logs)."""
+    """`event_record` for many events at once (one statement; a runtime's batch of decision logs)."""
     events = [_event_row(organisation=organisation, **item) for item in items]
     if events:
-        events = Event.objects.bulk_create(events)
+        events = events_insert(events)
         _event_recorded(organisation, events)
+    return events
+
+
+#: Events written at once past which PostgreSQL takes them by COPY (`events_insert`).
+COPY_FROM = 16
+
+
+def events_insert(events: list[Event]) -> list[Event]:
+    """Write new events in one go, in the caller's transaction; each gets its id, in list order.
+
+    `bulk_create`, except for a large batch on PostgreSQL: there Django's INSERT sends each column
+    as one array literal, which psycopg writes out in Python escaping every quote of every detail
+    (two fifths of an ingested record's CPU). COPY writes the rows in C instead, with ids taken
+    from the table's own sequence first. A row the table refuses (a record id already stored)
+    raises `IntegrityError` either way, and nothing of the batch is written.
+    """
+    from django.db import connection
+
+    if connection.vendor != "postgresql" or len(events) < COPY_FROM:
+        return Event.objects.bulk_create(events)
+    fields = Event._meta.concrete_fields
+    table = connection.ops.quote_name(Event._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(sequence) FROM (SELECT pg_get_serial_sequence(%s, %s) AS sequence) "
+            "AS named, generate_series(1, %s)",
+            [Event._meta.db_table, Event._meta.pk.column, len(events)],
+        )
+        ids = sorted(row[0] for row in cursor.fetchall())
+        for event, number in zip(events, ids, strict=True):
+            event.pk = number
+        try:
+            with connection.wrap_database_errors:
+                with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                    for event in events:
+                        copy.write_row(
+                            [
+                                field.get_db_prep_save(field.pre_save(event, True), connection)
+                                for field in fields
+                            ]
+                        )
+        except BaseException:
+            for event in events:  # not written: as they were, to be written again
+                event.pk = None
+            raise
+    for event in events:
+        event._state.adding = False
+        event._state.db = connection.alias
     return events
 
 
