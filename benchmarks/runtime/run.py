@@ -2,7 +2,8 @@
 against a `LocalSession`, in the same run, p50 and p99 per check.
 
 Setup: the console as `benchmarks.http` runs it (its own PostgreSQL database and Redis database,
-production settings, gunicorn on a port the OS gave, 2 workers), seeded with the shop's 30-tool
+production settings, gunicorn on a port the OS gave, 2 workers; in a session of its own, so a
+scheduling group of its own, as a server elsewhere, as `benchmarks.decisionlog` runs it), seeded with the shop's 30-tool
 billing catalogue and rulebook. This process opens one connected session (which fetches the signed
 bundle, verifies it, and keeps following it with a long-poll thread) and one local session over
 the same content, and checks the same calls in both, one session after the other for each call
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     seeded = seed_with(env, "benchmarks.runtime.seed")
     port = _free_port()
     log = Path(var) / "gunicorn.log"
-    server = serve(env, port, 2, log)
+    server = serve(env, port, 2, log, own_session=True)
     try:
         _wait_ready(port, server)
         before = os.getloadavg()
