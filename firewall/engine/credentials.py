@@ -331,7 +331,7 @@ def redact_jsonable(value: Any, *, secret_keys: frozenset[str] = frozenset()) ->
     one walk: made of JSON's own types (a tuple a list, an integer key `"1"`, `True` as a key
     `"true"`, any other object its `str()`), and redacted as `redact_value` redacts. The
     decision logs' records are made with it, one per decision."""
-    return _plain_redacted(value, secret_keys)
+    return _redacted(value, secret_keys, plain=True)
 
 
 def _json_key(key: Any) -> str:
@@ -371,31 +371,10 @@ _short_redacted.cache_clear = _CLEAN.clear  # type: ignore[attr-defined]
 _short_redacted.cache_info = lambda: len(_CLEAN)  # type: ignore[attr-defined]
 
 
-def _redacted(value: Any, secret_keys: frozenset[str]) -> Any:
+def _redacted(value: Any, secret_keys: frozenset[str], plain: bool = False) -> Any:
     # On every decision's path (each record of the decision logs, each event): most of a record
-    # is short strings and numbers, so those leave before any call.
-    if type(value) is str:
-        if len(value) < _SHORTEST:
-            return value
-        return _short_redacted(value) if len(value) <= _SHORT else redact_text(value)[0]
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            name = key if type(key) is str else str(key)
-            if name in secret_keys or secret_name(name):
-                out[name] = REDACTED
-            else:
-                out[name] = _redacted(item, secret_keys)
-        return out
-    if isinstance(value, list | tuple):
-        return [_redacted(item, secret_keys) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)[0]
-    return value
-
-
-def _plain_redacted(value: Any, secret_keys: frozenset[str]) -> Any:
-    # `_redacted`, with each value turned into what a JSON round trip makes of it on the way.
+    # is short strings and numbers, so those leave before any call. `plain`: each value is also
+    # turned into what a JSON round trip makes of it on the way (`redact_jsonable`).
     kind = type(value)
     if kind is str:
         if len(value) < _SHORTEST:
@@ -406,18 +385,20 @@ def _plain_redacted(value: Any, secret_keys: frozenset[str]) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            name = key if type(key) is str else _json_key(key)
+            name = key if type(key) is str else _json_key(key) if plain else str(key)
             if name in secret_keys or secret_name(name):
                 out[name] = REDACTED
             else:
-                out[name] = _plain_redacted(item, secret_keys)
+                out[name] = _redacted(item, secret_keys, plain)
         return out
     if isinstance(value, list | tuple):
-        return [_plain_redacted(item, secret_keys) for item in value]
-    if isinstance(value, str):
-        return _plain_redacted(str.__str__(value), secret_keys)
+        return [_redacted(item, secret_keys, plain) for item in value]
+    if isinstance(value, str):  # a subclass: its characters, as json writes them
+        return _redacted(str.__str__(value), secret_keys, plain)
+    if not plain:
+        return value
     if isinstance(value, int):  # an IntEnum: json writes the number
         return int(int.__repr__(value))
     if isinstance(value, float):
         return float(value)
-    return _plain_redacted(str(value), secret_keys)
+    return _redacted(str(value), secret_keys, plain)
