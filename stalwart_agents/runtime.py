@@ -62,7 +62,7 @@ from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext
 from guard.engine.settings import load_settings
 from router.engine.said import leaves, same_value
-from stalwart_agents.spool import Record
+from stalwart_agents.spool import Record, Spool
 
 #: The settings the runtime reads itself; the rest are the tool check's (`guard.engine.settings`).
 RUNTIME_SETTINGS = ("said", "language")
@@ -790,9 +790,12 @@ class RuntimeSession:
         )
         self.unlogged.append(record)
         sink = self.sink
+        # The spool writes the text the record was measured by; any other sink is handed a
+        # plain dict of its own, which it may change without the spool's text going stale.
+        ours = isinstance(sink, Spool)
         while self.unlogged and sink is not None:
             try:
-                sink(self.unlogged[0])
+                sink(self.unlogged[0] if ours else dict(self.unlogged[0]))
             except Exception:  # noqa: BLE001 - the record is kept and logged; the call goes on
                 log.warning(
                     "the decision log's sink failed; %d record(s) of session %s kept to retry",

@@ -83,9 +83,10 @@ CREATE TABLE IF NOT EXISTS parked (
 
 
 class Record(dict):
-    """A decision-log record (`runtime.decision_record` makes them: a plain dict to everyone
-    else) with `text`, the compact JSON it was measured by, which the spool writes as it is
-    rather than writing the record out a second time. None: written out here."""
+    """A decision-log record as `runtime.decision_record` makes it, with `text`, the compact JSON
+    it was measured by, which the spool writes as it is rather than writing the record out a
+    second time (None: written out here). A session hands a Record only to a `Spool` sink, as it
+    is; every other sink gets a plain dict, so no text can outlive a change to its record."""
 
     __slots__ = ("text",)
 

@@ -124,6 +124,21 @@ def test_the_spool_writes_the_text_a_record_was_measured_by_and_a_plain_dict_as_
     assert bodies[:2] == [json.dumps(json.loads(b), separators=(",", ":")) for b in bodies[:2]]
 
 
+def test_a_sink_of_its_own_gets_a_plain_dict_and_what_it_changes_is_what_a_spool_writes(tmp_path):
+    spool = Spool(tmp_path / "s.sqlite3")
+    handed: list = []
+
+    def tagging(record):  # a host's sink that edits each record, then spools it
+        handed.append(type(record))
+        record["detail"]["host"] = "tagged"
+        spool(record)
+
+    _session(sink=tagging).check("get_order", {"order_id": "A1"})
+    assert handed == [dict]
+    ((_, body),) = spool.peek(10)
+    assert json.loads(body)["detail"]["host"] == "tagged"
+
+
 def test_a_failing_sink_changes_no_decision_and_its_records_are_handed_again_in_order():
     taken: list[dict] = []
     failing = {"on": True}
