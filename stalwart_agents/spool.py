@@ -171,7 +171,7 @@ class Spool:
         body = record.text if type(record) is Record else None
         if body is None:
             body = json.dumps(record, separators=(",", ":"), default=str)
-        size = len(body.encode())
+        size = len(body)  # JSON written ASCII (as `decision_record` writes it too): bytes
         with self._lock:
             if self._count + 1 > self.max_records or self._bytes + size > self.max_bytes:
                 self.refused += 1
