@@ -3,11 +3,11 @@ against a `LocalSession`, in the same run, p50 and p99 per check.
 
 Setup: the console as `benchmarks.http` runs it (its own PostgreSQL database and Redis database,
 production settings, gunicorn on a port the OS gave, 2 workers; in a session of its own, so a
-scheduling group of its own, as a server elsewhere, as `benchmarks.decisionlog` runs it), seeded with the shop's 30-tool
-billing catalogue and rulebook. This process opens one connected session (which fetches the signed
-bundle, verifies it, and keeps following it with a long-poll thread) and one local session over
-the same content, and checks the same calls in both, one session after the other for each call
-so that both meet the same load:
+scheduling group of its own, as a server elsewhere, as `benchmarks.decisionlog` runs it), seeded
+with the shop's 30-tool billing catalogue and rulebook. This process opens one connected session
+(which fetches the signed bundle, verifies it, and keeps following it with a long-poll thread) and
+one local session over the same content, and checks the same calls in both, one session after the
+other for each call so that both meet the same load:
 
 - `refund_card` that the rulebook refuses (`order_paid` false), with typed origins;
 - `lookup_7` of the order the person named, a read the tool check allows.
