@@ -111,8 +111,20 @@ def _serve(args: argparse.Namespace) -> int:
             else:
                 await _until_terminated(serve_stdio, gateway)
 
-    anyio.run(main)
+    anyio.run(main, backend_options=event_loop_options())
     return EXIT_OK
+
+
+def event_loop_options() -> dict[str, bool]:
+    """anyio's options for the gateway's event loop: uvloop's where it is installed (the
+    `gateway` extra installs it), the standard library's otherwise.
+
+    Every `tools/call` crosses two MCP hops in this process (the client's, the upstream's), each a
+    few reads, writes and task switches of the loop: uvloop's take about 8% of the gateway's
+    CPU per call off (benchmarks/README.md, "The gateway")."""
+    import importlib.util
+
+    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
 
 
 def _approve(args: argparse.Namespace) -> int:

@@ -285,6 +285,7 @@ async def serve_http(
 
     server = build_server(gateway, transport="http")
     app = BearerOnly(server.streamable_http_app(host=host), token)
+    # uvicorn's `http="auto"` takes httptools where it is installed (the `gateway` extra).
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
     )
