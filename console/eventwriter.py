@@ -6,7 +6,8 @@ that waits for the write-ahead log to reach the disk, each a round trip, for eve
 Here one writer thread per process takes the events of every decision waiting at that moment and
 writes them in one transaction (one multi-row INSERT, one COMMIT), with whatever else each
 decision writes beside its event (its rule's match counts); while it commits, the next decisions
-queue up and form the next batch.
+queue up and form the next batch. A batch of events alone is one INSERT in autocommit, its own
+transaction, without a BEGIN and a COMMIT of their own.
 
 Nothing is answered before it is stored: a request waits until the transaction holding its event
 has committed, and if that fails, the request fails as a direct write would (the error is raised
@@ -23,6 +24,7 @@ Used only where it can be: PostgreSQL (SQLite has one writer at a time anyway), 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -127,7 +129,11 @@ class EventWriter:
     def _commit(self, batch: list[Job]) -> None:
         from console.services import _event_recorded, events_insert
 
-        with transaction.atomic():
+        # Events alone are one statement, which is a transaction of its own in autocommit: no
+        # BEGIN and no COMMIT to wait for, two round trips fewer. Anything written beside them
+        # (a rule's match counts) makes it one transaction with them, as before.
+        alone = all(job.also is None for job in batch)
+        with contextlib.nullcontext() if alone else transaction.atomic():
             for job in batch:
                 if job.also is not None:
                     job.also()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import uuid
 from typing import Any
@@ -25,6 +26,7 @@ from console import audit
 from console.access import Actor, require
 from console.models import Organisation, SessionHold, ToolSwitch
 from console.services import audit_record, event_record
+from console.statements import ModelRows, fetch_one
 from console.tracing import decision_span
 from firewall import engine
 from firewall.engine.names import name_key
@@ -737,17 +739,38 @@ def _call_controls(actor: Actor, call: dict[str, Any], rows: Any) -> Any:
     )
 
 
-def _active_sql() -> str:
+#: The policy's fields the steady statement reads: all of them, so nothing is deferred.
+_POLICY_ROW = ModelRows(
+    Policy,
+    (
+        "id",
+        "organisation",
+        "name",
+        "default_verdict",
+        "active",
+        "revision",
+        "published",
+        "draft_key",
+        "created_at",
+        "updated_at",
+    ),
+)
+
+
+@functools.cache
+def _active_sql(vendor: str) -> str:
     """The steady path's one statement, written out: the ORM took longer to build it than the
     database took to answer it. The same conditions as `guard.services._control_flags`."""
+    from django.db import connection
+
     switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
     version = PolicyVersion._meta.db_table
     return (
-        f"SELECT p.*, v.key AS published_key, v.number AS published_number, "
+        f"SELECT {_POLICY_ROW.columns(connection, 'p')}, v.key, v.number, "
         f"EXISTS (SELECT 1 FROM {switch} s WHERE s.organisation_id = %s AND s.agent = %s"
-        f" AND s.tool = %s AND s.enabled_at IS NULL) AS tool_switched, "
+        f" AND s.tool = %s AND s.enabled_at IS NULL), "
         f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent = %s"
-        f" AND h.session = %s AND h.session <> '' AND h.released_at IS NULL) AS session_held "
+        f" AND h.session = %s AND h.session <> '' AND h.released_at IS NULL) "
         f"FROM {Policy._meta.db_table} p LEFT JOIN {version} v ON v.id = p.published_id "
         f"WHERE p.organisation_id = %s AND p.active LIMIT 1"
     )
@@ -756,6 +779,8 @@ def _active_sql() -> str:
 def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
     """The active policy, with its published version's key and number and the call's
     `tool_switched` and `session_held`, in one statement."""
+    from django.db import connection
+
     organisation_id, agent = actor.organisation.pk, name_key(str(call.get("agent", "")))
     params = [
         organisation_id,
@@ -766,7 +791,14 @@ def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
         str(call.get("session", "")),
         organisation_id,
     ]
-    return next(iter(Policy.objects.raw(_active_sql(), params)), None)
+    row = fetch_one(_active_sql(connection.vendor), params)
+    if row is None:
+        return None
+    policy = _POLICY_ROW.instance(row[: len(_POLICY_ROW)], connection)
+    key, number, switched, held = row[len(_POLICY_ROW) :]
+    policy.published_key, policy.published_number = key, number
+    policy.tool_switched, policy.session_held = bool(switched), bool(held)
+    return policy
 
 
 def _policy_and_controls(

@@ -103,6 +103,14 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and os.environ.get(
+    "STALWART_DB_PREPARED", "1"
+) not in ("0", "false", "no"):
+    # The decision endpoints' own statements (console/statements.py) bind their parameters on the
+    # server, which prepares each the fifth time it runs on a connection. Django's own queries
+    # keep binding on the client and are never prepared. `STALWART_DB_PREPARED=0` turns it off,
+    # for a pooler that cannot keep prepared statements (PgBouncer's transaction mode before 1.21).
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web process and the workers share the file: writers queue (IMMEDIATE) rather than
     # fail on a lock upgrade, and readers never wait for a writer (WAL).

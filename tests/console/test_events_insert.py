@@ -1,7 +1,8 @@
-"""`events_insert`, how a batch of events is written: on PostgreSQL a large batch goes by COPY,
-and what it stores is what `bulk_create` stores, to the character (quotes, backslashes, COPY's
-own `\\N` and tabs, newlines, non-ASCII, empty and absent values), with ids in list order; a row
-the table refuses writes nothing of the batch and leaves the events to be written again."""
+"""`events_insert`, how a batch of events is written: on PostgreSQL a small batch goes as one JSON
+parameter and a large one by COPY, and what either stores is what `bulk_create` stores, to the
+character (quotes, backslashes, COPY's own `\\N` and tabs, newlines, non-ASCII, empty and absent
+values, a time's microseconds), with ids in list order; a row the table refuses writes nothing of
+the batch and leaves the events to be written again."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import datetime as dt
 import uuid
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from console import services
 from console.models import Event
@@ -46,7 +47,7 @@ def _events(organisation, count: int, *, tag: str) -> list[Event]:
                 rule=text,
                 detail={"call": {"arguments": {"q": text, "n": index, "none": None}}, "k": [text]},
                 run_id=text[:10],
-                at=at + dt.timedelta(seconds=index),
+                at=at + dt.timedelta(seconds=index, microseconds=index * 7919),
                 record_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{tag}/{index}"),
                 match_state="pending" if index % 2 else None,
                 match_note=text,
@@ -83,12 +84,46 @@ def test_a_large_batch_stores_what_bulk_create_stores_with_ids_in_order(organisa
     assert wrote_by_insert == (connection.vendor != "postgresql")  # COPY is not an INSERT
 
 
-def test_a_small_batch_is_written_by_insert(organisation):
+@pytest.mark.parametrize("count", [1, 2, services.COPY_FROM - 1])
+def test_a_small_batch_is_one_insert_storing_what_bulk_create_stores(organisation, count):
+    plain = Event.objects.bulk_create(_events(organisation, count, tag=f"plain{count}"))
     seen: list[str] = []
-    with connection.execute_wrapper(_inserts(seen)):
-        small = services.events_insert(_events(organisation, services.COPY_FROM - 1, tag="s"))
-    assert all(event.pk for event in small)
-    assert any("INSERT" in sql.upper() and "console_event" in sql for sql in seen)
+    with connection.execute_wrapper(_inserts(seen)), transaction.atomic():
+        small = services.events_insert(_events(organisation, count, tag=f"s{count}"))
+    ids = [event.pk for event in small]
+    assert ids == sorted(ids) and len(set(ids)) == count and None not in ids
+    assert all(not event._state.adding for event in small)
+    assert _stored(ids) == _stored([event.pk for event in plain])
+    assert _stored(ids)[-1]["at"].microsecond == (count - 1) * 7919 % 1_000_000
+    written = [sql for sql in seen if "console_event" in sql]
+    assert len(written) == 1 and written[0].upper().startswith("INSERT"), written
+    # on PostgreSQL the rows travel as one JSON parameter, not as the ORM's parameters
+    assert ("jsonb_to_recordset" in written[0]) == (connection.vendor == "postgresql")
+
+
+def test_an_event_without_a_record_id_or_a_match_state_gets_the_defaults(organisation):
+    (event,) = services.events_insert(
+        [services._event_row(organisation=organisation, source="firewall", decision="allow")]
+    )
+    stored = Event.objects.get(pk=event.pk)
+    assert (stored.record_id, stored.match_state, stored.detail, stored.reasons) == (
+        None,
+        "pending",
+        {},
+        [],
+    )
+    assert stored.at == event.at
+
+
+def test_a_value_too_long_for_its_column_is_refused_and_nothing_is_written(organisation):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite keeps text of any length in a varchar column")
+    events = _events(organisation, 3, tag="long")
+    events[1].tool = "t" * 201  # past the column's 200, as _event_row would never leave it
+    before = Event.objects.count()
+    with pytest.raises(DatabaseError), transaction.atomic():
+        services.events_insert(events)
+    assert Event.objects.count() == before
 
 
 def test_a_refused_row_writes_nothing_of_the_batch_and_the_events_can_be_written_again(
