@@ -7,10 +7,12 @@ engine's, and records every decision in the event feed in the same transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import threading
+import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -18,10 +20,13 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, Value
+from django.http import Http404
 
+from console import statements
 from console.access import Actor, require
 from console.models import OrganisationSettings, SessionHold, ToolSwitch
 from console.services import event_record
+from console.statements import ModelRows, unchecked
 from console.tracing import decision_span
 from firewall.engine.names import name_key
 from guard import engine
@@ -278,6 +283,46 @@ def session_create(
     return session
 
 
+# Who each session is, per process: its organisation and public id to its primary key and agent.
+# None of these ever changes for a session, so a check names its session without a statement; a
+# session deleted since is found missing by the check's own read (`_locked_for_check`).
+_NAMED_SIZE = 20_000
+_named: OrderedDict[tuple[int, str], tuple[int, str]] = OrderedDict()
+
+
+def session_named(*, actor: Actor, public_id: Any) -> GuardSession:
+    """The session of the actor's organisation with this public id, holding only its identity
+    (primary key, organisation, public id, agent), or `Http404`."""
+    from django.db import connection
+
+    try:
+        public = uuid.UUID(str(public_id))
+    except ValueError as exc:
+        raise Http404("not found") from exc
+    key = (actor.organisation.pk, str(public))
+    with _checks_lock:
+        found = _named.get(key)
+    if found is None:
+        found = (
+            GuardSession.objects.filter(organisation=actor.organisation, public_id=public)
+            .values_list("pk", "agent")
+            .first()
+        )
+        if found is None:
+            raise Http404("not found")
+        _remember(_named, key, tuple(found), _NAMED_SIZE)
+    return GuardSession.from_db(
+        connection.alias,
+        ["id", "organisation_id", "public_id", "agent"],
+        [found[0], key[0], public, found[1]],
+    )
+
+
+def _forget_named(organisation_id: int, public_id: Any) -> None:
+    with _checks_lock:
+        _named.pop((organisation_id, str(public_id)), None)
+
+
 def session_run_ids(raw: Any) -> dict[str, str]:
     """A call's framework run and thread ids (`run: {run_id, thread_id}`), checked: bounded
     printable strings; `ValidationError` naming `run.<field>`."""
@@ -414,10 +459,97 @@ def check_options(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: What a check reads of its session: every field, or all but the catalogue and the rulebook once
+#: a tool check is built from them here (they never change for a session).
+_SESSION_FIELDS = tuple(field.name for field in GuardSession._meta.concrete_fields)
+_SESSION_ROWS = {
+    True: ModelRows(GuardSession, _SESSION_FIELDS),
+    False: ModelRows(
+        GuardSession, tuple(n for n in _SESSION_FIELDS if n not in ("catalogue", "rulebook"))
+    ),
+}
+#: The organisation's settings, read with the session (their primary key first: None when the
+#: organisation has no settings row).
+_SETTINGS_ROW = ModelRows(
+    OrganisationSettings, tuple(field.name for field in OrganisationSettings._meta.concrete_fields)
+)
+
+
+@functools.cache
+def _check_sql(vendor: str, whole: bool, held: int, lock: bool) -> str:
+    """The check's one read, written out: the session (locked), its organisation's settings, and
+    whether the call's tool is switched off and the session held; `_control_flags`'s conditions."""
+    from django.db import connection
+
+    switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
+    settings = OrganisationSettings._meta.db_table
+    agents = ", ".join(["%s"] * held)
+    return (
+        f"SELECT {_SESSION_ROWS[whole].columns(connection, 's')}, "
+        f"{_SETTINGS_ROW.columns(connection, 'o')}, "
+        f"EXISTS (SELECT 1 FROM {switch} w WHERE w.organisation_id = %s AND w.agent = %s"
+        f" AND w.tool = %s AND w.enabled_at IS NULL), "
+        f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent IN ({agents})"
+        f" AND h.session = %s AND h.released_at IS NULL) "
+        f"FROM {GuardSession._meta.db_table} s "
+        f"LEFT JOIN {settings} o ON o.organisation_id = s.organisation_id "
+        f"WHERE s.id = %s AND s.organisation_id = %s" + (" FOR UPDATE OF s" if lock else "")
+    )
+
+
+def _locked_for_check(
+    actor: Actor, session: GuardSession, call: dict[str, Any], *, whole: bool
+) -> tuple[GuardSession, OrganisationSettings | None, tuple[bool, bool]]:
+    """The session (locked), its organisation's settings and the call's switch and hold, in one
+    statement; `Http404` for a session deleted since it was named."""
+    from django.db import connection
+
+    agent = name_key(call["agent"])
+    held = sorted({agent, name_key(session.agent)})
+    organisation_id = actor.organisation.pk
+    sql = _check_sql(
+        connection.vendor, whole, len(held), connection.features.has_select_for_update_of
+    )
+    params = [
+        organisation_id,
+        agent,
+        name_key(str(call.get("tool") or "")),
+        organisation_id,
+        *held,
+        str(session.public_id),
+        session.pk,
+        organisation_id,
+    ]
+    with statements.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        _forget_named(organisation_id, session.public_id)
+        raise Http404("not found")
+    rows = _SESSION_ROWS[whole]
+    at = len(rows)
+    locked = rows.instance(row[:at], connection)
+    locked.organisation = actor.organisation
+    settings_row = row[at : at + len(_SETTINGS_ROW)]
+    settings = None if settings_row[0] is None else _SETTINGS_ROW.instance(settings_row, connection)
+    return locked, settings, (bool(row[-2]), bool(row[-1]))
+
+
 @decision_span("toolcheck")
-@transaction.atomic
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
-    """Decide one call in the session; the decision is recorded as an event."""
+    """Decide one call in the session; the decision is recorded as an event.
+
+    One transaction; on a kept connection, its first statement stands for Django's health check
+    (`console.statements.unchecked`)."""
+
+    def decide() -> dict[str, Any]:
+        with transaction.atomic():
+            return _session_check(actor=actor, session=session, data=data)
+
+    return unchecked(decide)
+
+
+def _session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     require(actor, "guard.check")
     call = _call(session, data)
     run = session_run_ids(data.get("run"))
@@ -425,21 +557,11 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     # hold that apply to this call; the catalogue and rulebook only when no tool check is built
     # from them yet (with the settings last seen for the organisation; if those changed, the
     # deferred fields are read once more).
-    rows = GuardSession.objects.select_for_update(of=("self",)).select_related(
-        "organisation__settings"
+    built = _is_built(
+        str(session.public_id), actor.organisation.pk, _last_settings.get(actor.organisation.pk)
     )
-    public_id = str(session.public_id)
-    if _is_built(public_id, actor.organisation.pk, _last_settings.get(actor.organisation.pk)):
-        rows = rows.defer("catalogue", "rulebook")
-    session = _control_flags(
-        rows,
-        organisation_id=actor.organisation.pk,
-        agent=call["agent"],
-        held_agents=(session.agent,),
-        session=public_id,
-        tool=str(call.get("tool") or ""),
-    ).get(pk=session.pk)
-    settings = _settings_of(getattr(session.organisation, "settings", None))
+    session, organisation_settings, flags = _locked_for_check(actor, session, call, whole=not built)
+    settings = _settings_of(organisation_settings)
     _last_settings[actor.organisation.pk] = settings
     check = _tool_check(session, settings=settings)
     try:
@@ -459,7 +581,7 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
         check,
         call,
         decision.to_dict(),
-        flags=(session.tool_switched, session.session_held),
+        flags=flags,
     )
     if run:
         result = {**result, "detail": {**dict(result.get("detail") or {}), "run": run}}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -72,13 +71,7 @@ def _session_named(request, session_id):  # noqa: ANN001, ANN202
     """The session's identity only: the check reads the rest itself, locked, in one statement."""
     actor = actor_for_request(request)
     require(actor, "guard.check")
-    try:
-        session = GuardSession.objects.only("pk", "organisation_id", "public_id", "agent").get(
-            organisation=actor.organisation, public_id=session_id
-        )
-    except (GuardSession.DoesNotExist, ValueError, TypeError) as exc:
-        raise Http404("not found") from exc
-    return actor, session
+    return actor, services.session_named(actor=actor, public_id=session_id)
 
 
 class _DecidesCalls(RecordsMalformedCalls):
