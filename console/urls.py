@@ -14,6 +14,17 @@ handler404 = "console.api.errors.not_found"
 handler403 = "console.views.permission_denied"
 
 urlpatterns = [
+    # The API first, its decision endpoints (a call checked, a call evaluated, a runtime's decision
+    # logs) ahead of the rest: Django tries the routes in order on every request. No two of these
+    # prefixes match one path, so their order changes which routes are tried first, nothing else.
+    path("v1/", include("guard.api.urls")),
+    path("v1/firewall/", include("firewall.api.urls")),
+    path("v1/", include("console.api.urls")),
+    path("v1/plan", router_views.PlanView.as_view(), name="api-plan"),
+    path("v1/", include("rulebooks.api.urls")),
+    path("v1/", include("proof.api.urls")),
+    path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", views.dashboard, name="dashboard"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -46,12 +57,8 @@ urlpatterns = [
     path("api-keys/create", views.api_key_create, name="api-key-create"),
     path("api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api-key-revoke"),
     path("health/", views.health_page, name="health"),
-    path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("firewall/", include("firewall.urls")),
-    path("v1/firewall/", include("firewall.api.urls")),
     path("rulebooks/", include("rulebooks.urls")),
-    path("v1/", include("rulebooks.api.urls")),
     path("approvals/", include("guard.urls")),
     path("tools/", guard_panel.tools_page, name="tools"),
     path("tools/writes", guard_panel.writes_switch, name="tools-writes"),
@@ -59,9 +66,5 @@ urlpatterns = [
     path("gateways/<int:gateway_id>/forget", gateways.gateway_forget_view, name="gateway-forget"),
     path("metrics", guard_panel.MetricsView.as_view(), name="metrics"),
     path("try/", include("router.urls")),
-    path("v1/plan", router_views.PlanView.as_view(), name="api-plan"),
-    path("v1/", include("guard.api.urls")),
-    path("v1/", include("console.api.urls")),
     path("proofs/", include("proof.urls")),
-    path("v1/", include("proof.api.urls")),
 ]

@@ -7,6 +7,8 @@ from django.urls import path
 from firewall.api import views
 
 urlpatterns = [
+    # The decision endpoint first: routes are tried in order on every request.
+    path("evaluate", views.EvaluateView.as_view(), name="api-firewall-evaluate"),
     path("policies", views.PolicyListView.as_view(), name="api-firewall-policies"),
     path("policies/<int:policy_id>", views.PolicyDetailView.as_view(), name="api-firewall-policy"),
     path(
@@ -57,5 +59,4 @@ urlpatterns = [
         name="api-firewall-replay",
     ),
     path("rules/<int:rule_id>", views.RuleDetailView.as_view(), name="api-firewall-rule"),
-    path("evaluate", views.EvaluateView.as_view(), name="api-firewall-evaluate"),
 ]

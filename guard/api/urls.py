@@ -7,12 +7,13 @@ from django.urls import path
 from guard.api import views
 
 urlpatterns = [
-    path("sessions", views.SessionListView.as_view(), name="api-sessions"),
+    # The decision endpoint first: routes are tried in order on every request.
     path(
         "sessions/<uuid:session_id>/check",
         views.SessionCheckView.as_view(),
         name="api-session-check",
     ),
+    path("sessions", views.SessionListView.as_view(), name="api-sessions"),
     path(
         "sessions/<uuid:session_id>/record",
         views.SessionRecordView.as_view(),
