@@ -150,6 +150,25 @@ def test_sessions_are_the_organisations_own(shop, editor, outsider, client_for):
     assert other.status_code == 404
 
 
+def test_a_session_named_before_it_was_deleted_answers_404(shop, editor, client_for):
+    client = client_for(editor)
+    session = _open(client, shop)
+    call = {"tool": "get_order", "arguments": {"order_id": "1"}}
+    assert _post(client, f"/v1/sessions/{session}/check", call).status_code == 200
+    GuardSession.objects.filter(public_id=session).delete()  # its identity is remembered
+    assert _post(client, f"/v1/sessions/{session}/check", call).status_code == 404
+    assert _post(client, f"/v1/sessions/{session}/check", call).status_code == 404
+
+
+def test_a_session_remembered_for_one_organisation_is_not_anothers(
+    shop, editor, outsider, client_for
+):
+    session = _open(client_for(editor), shop)
+    call = {"tool": "get_order", "arguments": {"order_id": "1"}}
+    assert _post(client_for(editor), f"/v1/sessions/{session}/check", call).status_code == 200
+    assert _post(client_for(outsider), f"/v1/sessions/{session}/check", call).status_code == 404
+
+
 def test_an_auditor_cannot_check(shop, auditor, client_for):
     response = _post(
         client_for(auditor), "/v1/sessions", {"agent": "billing", "catalogue": shop[0]}
