@@ -21,6 +21,11 @@ times, so a worker replaced after `max_requests` is still counted), divided by t
 answered in the phase; beside it the same for the database's backends serving the console's
 connections (`pg_stat_activity` of the benchmark's database, when /proc shows them: PostgreSQL on
 this machine) and for the harness's own client processes. Run: `python -m benchmarks.http [--quick]`.
+
+This machine's speed moves by a third from minute to minute, and a ratio taken between an
+endpoint measured in one minute and the no-op in another moved with it. So each endpoint's time is
+cut in `--slices` slices (5), taken in turn with the other endpoints' (the order turning each
+round), and each figure is its slices pooled: latencies together, CPU seconds and requests summed.
 """
 
 from __future__ import annotations
@@ -209,6 +214,8 @@ def _drive(
             "errors": errors,
             "n": 0,
             "made": made,
+            "latencies": [],
+            "seconds": seconds,
         }
     return {
         "made": made,
@@ -217,6 +224,8 @@ def _drive(
         "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "errors": errors,
         "n": len(latencies),
+        "latencies": latencies,
+        "seconds": seconds,
     }
 
 
@@ -258,7 +267,39 @@ def _measured(
         "database": None if used is None else used * 1000 / answered,
         "clients": (clients_after - clients_before) * 1000 / answered,
         "note": f" ({replaced} worker(s) replaced)" if replaced else "",
+        "replaced": replaced,
+        "totals": {
+            "made": figures["made"],
+            "server": server_after - server_before,
+            "database": used,
+            "clients": clients_after - clients_before,
+        },
     }
+
+
+def _merged(slices: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[dict, dict]:
+    """The figures and the CPU per request of one endpoint over all its slices, as if measured
+    in one piece: the latencies pooled, the CPU seconds and the requests summed."""
+    latencies = sorted(x for figures, _ in slices for x in figures["latencies"])
+    seconds = sum(figures["seconds"] for figures, _ in slices)
+    made = max(1, sum(cpu["totals"]["made"] for _, cpu in slices))
+    databases = [cpu["totals"]["database"] for _, cpu in slices]
+    replaced = sum(cpu["replaced"] for _, cpu in slices)
+    figures = {
+        "rps": len(latencies) / seconds if seconds else 0.0,
+        "p50": statistics.median(latencies) * 1000 if latencies else float("nan"),
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+        if latencies
+        else float("nan"),
+        "errors": sum(figures["errors"] for figures, _ in slices),
+    }
+    cpu = {
+        "server": sum(cpu["totals"]["server"] for _, cpu in slices) * 1000 / made,
+        "database": None if None in databases else sum(databases) * 1000 / made,
+        "clients": sum(cpu["totals"]["clients"] for _, cpu in slices) * 1000 / made,
+        "note": f" ({replaced} worker(s) replaced)" if replaced else "",
+    }
+    return figures, cpu
 
 
 def fresh_console(database: str, redis_url: str, var: str) -> dict[str, str]:
@@ -380,6 +421,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--quick", action="store_true", help="3 s per figure")
     parser.add_argument(
+        "--slices",
+        type=int,
+        default=5,
+        help="each figure's time in this many slices, taken in turn with the other endpoints' "
+        "(1: each endpoint in one piece, one after the other)",
+    )
+    parser.add_argument(
         "--max-requests",
         type=int,
         default=None,
@@ -390,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seconds = 3.0 if args.quick else args.seconds
     warm = 3.0 if args.quick else 5.0
+    slices = max(1, args.slices)
 
     var = tempfile.mkdtemp(prefix="stalwart-bench-http-")
     env, seeded = prepare(args.database_url, args.redis_url, var, args.clients)
@@ -402,8 +451,8 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {_load()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
-        f"{args.clients} clients, {seconds:g} s per figure, after {warm:g} s of warm-up per "
-        f"endpoint; gunicorn max_requests {env.get('STALWART_WEB_MAX_REQUESTS') or 'as configured'}; "
+        f"{args.clients} clients, {seconds:g} s per figure in {slices} slice(s) taken in turn "
+        f"with the other endpoints', after {warm:g} s of warm-up per endpoint; gunicorn max_requests {env.get('STALWART_WEB_MAX_REQUESTS') or 'as configured'}; "
         f"group commit {'off' if env.get('STALWART_EVENT_GROUP_COMMIT') == '0' else 'on'}"
     )
     print()
@@ -426,24 +475,51 @@ def main(argv: list[str] | None = None) -> int:
                 # fill the caches: seconds on a loaded machine, and not what is measured.
                 for requests in endpoints.values():
                     _drive(pool, port, seeded["key"], requests, 0.0, warm)
+                # Each endpoint's time is cut in slices, taken in turn with the other endpoints'
+                # (the order turning each round), so that all of them meet the machine as it is
+                # minute to minute; a figure is its slices taken together.
+                sliced: dict[str, list] = {name: [] for name in endpoints}
+                single: dict[str, list] = {name: [] for name in endpoints}
+                names = list(endpoints)
+                for round_ in range(slices):
+                    for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                        requests = endpoints[name]
+                        sliced[name].append(
+                            _measured(
+                                functools.partial(
+                                    _drive,
+                                    pool,
+                                    port,
+                                    seeded["key"],
+                                    requests,
+                                    0.5,
+                                    seconds / slices,
+                                ),
+                                server.pid,
+                                database_cpu,
+                                clients,
+                            )
+                        )
+                        single[name].append(
+                            _measured(
+                                functools.partial(
+                                    _drive,
+                                    pool,
+                                    port,
+                                    seeded["key"],
+                                    requests[:1],
+                                    0.5,
+                                    seconds / 3 / slices,
+                                ),
+                                server.pid,
+                                database_cpu,
+                                clients,
+                            )
+                        )
                 baseline: dict[str, float] = {}
-                for name, requests in endpoints.items():
-                    many, cpu = _measured(
-                        functools.partial(
-                            _drive, pool, port, seeded["key"], requests, 0.5, seconds
-                        ),
-                        server.pid,
-                        database_cpu,
-                        clients,
-                    )
-                    one, one_cpu = _measured(
-                        functools.partial(
-                            _drive, pool, port, seeded["key"], requests[:1], 0.5, seconds / 3
-                        ),
-                        server.pid,
-                        database_cpu,
-                        clients,
-                    )
+                for name in names:
+                    many, cpu = _merged(sliced[name])
+                    one, one_cpu = _merged(single[name])
                     baseline = baseline or {"rps": many["rps"], **cpu}
                     ratio = baseline["rps"] / many["rps"] if many["rps"] else float("inf")
                     print(
