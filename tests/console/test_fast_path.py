@@ -118,6 +118,8 @@ def test_a_check_costs_at_most_three_statements_in_the_steady_state(api):
     assert answer["decision"] == "refuse"
     assert len(sql) <= MOST_STATEMENTS_PER_DECISION, sql
     assert sum(s.startswith("INSERT") for s in sql) == 1
+    # the session named from memory, then read once, locked, with its settings and controls
+    assert len(sql) == 2 and "guard_guardsession" in sql[0], sql
 
 
 def test_a_key_is_read_from_the_cache_and_its_last_use_written_once_a_minute(api):
