@@ -19,6 +19,7 @@ check, a round trip of its own (`SELECT 1`) before the first statement of every 
 work's first statement is its own check. On a kept connection the server has dropped (a restart,
 an idle timeout), that statement fails before anything is read or written, and the work runs once
 more on a new connection, so the request is answered as the health check would have let it be.
+Only then: once any statement of the work has been answered, a failure is the work's own.
 """
 
 from __future__ import annotations
@@ -49,13 +50,25 @@ def unchecked(work: Callable[[], T]) -> T:
     if not pending:
         return work()
     connection.health_check_done = True
+    kept = connection.connection
+    answered: list[bool] = []
+
+    def noted(execute: Callable, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        answered.append(True)
+        return result
+
     try:
-        return work()
+        with connection.execute_wrapper(noted):
+            return work()
     except (OperationalError, InterfaceError):
-        raw = connection.connection
-        if raw is not None and not raw.closed and not getattr(raw, "broken", False):
-            raise  # the connection works: the statement itself failed
-        connection.close()
+        if answered or (not kept.closed and not getattr(kept, "broken", False)):
+            # A statement was answered (what failed may have been written, a COMMIT whose answer
+            # was lost), or the connection works and the statement itself failed: not again.
+            raise
+        if connection.connection is kept:
+            connection.close()
+        # (A transaction's rollback may have connected again already: that connection is new.)
     return work()
 
 

@@ -124,3 +124,89 @@ def test_the_decision_statements_are_prepared_once_per_connection(evaluate):
     assert reads and reads[0] >= 3, prepared
     # Django's own queries still bind on the client and are never prepared
     assert all("firewall_policy" in text or "console_event" in text for text in prepared), prepared
+
+
+@POSTGRES
+@pytest.mark.django_db(transaction=True)
+def test_a_check_on_a_kept_connection_the_server_dropped_is_decided_on_a_new_one(
+    admin, organisation, actor_for
+):
+    from stalwart_agents import Agent
+
+    _, plain = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="runtime", role="editor"
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {plain}")
+    desk = Agent.from_file("examples/shop/agent.yaml")
+    body = {"agent": "billing", "catalogue": desk.catalogue(), "rulebook": desk.rules().record}
+    session = client.post("/v1/sessions", json.dumps(body), "application/json").json()["id"]
+    call = {"tool": "get_order", "arguments": {"order_id": "1"}}
+
+    def check():
+        close_old_connections()  # as served (see `evaluate`)
+        return client.post(f"/v1/sessions/{session}/check", json.dumps(call), "application/json")
+
+    assert check().status_code == 200
+    dropped = connection.connection.info.backend_pid
+    settings = connection.settings_dict
+    url = (
+        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [dropped])
+    time.sleep(0.2)
+    again = check()
+    assert again.status_code == 200, again.content
+    assert connection.connection.info.backend_pid != dropped
+    from console.models import Event
+
+    assert Event.objects.filter(source="toolcheck").count() == 2
+
+
+def _terminate(pid: int) -> None:
+    settings = connection.settings_dict
+    url = (
+        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    time.sleep(0.2)
+
+
+@POSTGRES
+@pytest.mark.django_db(transaction=True)
+def test_work_is_run_again_only_when_its_first_statement_met_a_dropped_connection():
+    from django.db import OperationalError
+
+    from console.statements import unchecked
+
+    def select_one():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return cursor.fetchone()[0]
+
+    # dropped before the first statement: run again on a new connection
+    connection.ensure_connection()
+    close_old_connections()
+    _terminate(connection.connection.info.backend_pid)
+    runs = []
+    assert unchecked(lambda: runs.append(1) or select_one()) == 1
+    assert len(runs) == 2
+
+    # dropped after a statement was answered: the failure is the work's own, never run again
+    connection.ensure_connection()
+    close_old_connections()
+    runs.clear()
+
+    def answered_then_dropped():
+        runs.append(1)
+        select_one()
+        _terminate(connection.connection.info.backend_pid)
+        return select_one()
+
+    with pytest.raises(OperationalError):
+        unchecked(answered_then_dropped)
+    assert len(runs) == 1
+    connection.close()  # the dropped one: the next request (the teardown's) connects again
