@@ -481,41 +481,20 @@ def main(argv: list[str] | None = None) -> int:
                 sliced: dict[str, list] = {name: [] for name in endpoints}
                 single: dict[str, list] = {name: [] for name in endpoints}
                 names = list(endpoints)
+
+                def take(
+                    requests: list, length: float, port: int = port, master: int = server.pid
+                ) -> tuple[dict, dict]:
+                    drive = functools.partial(
+                        _drive, pool, port, seeded["key"], requests, 0.5, length
+                    )
+                    return _measured(drive, master, database_cpu, clients)
+
                 for round_ in range(slices):
                     for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                         requests = endpoints[name]
-                        sliced[name].append(
-                            _measured(
-                                functools.partial(
-                                    _drive,
-                                    pool,
-                                    port,
-                                    seeded["key"],
-                                    requests,
-                                    0.5,
-                                    seconds / slices,
-                                ),
-                                server.pid,
-                                database_cpu,
-                                clients,
-                            )
-                        )
-                        single[name].append(
-                            _measured(
-                                functools.partial(
-                                    _drive,
-                                    pool,
-                                    port,
-                                    seeded["key"],
-                                    requests[:1],
-                                    0.5,
-                                    seconds / 3 / slices,
-                                ),
-                                server.pid,
-                                database_cpu,
-                                clients,
-                            )
-                        )
+                        sliced[name].append(take(requests, seconds / slices))
+                        single[name].append(take(requests[:1], seconds / 3 / slices))
                 baseline: dict[str, float] = {}
                 for name in names:
                     many, cpu = _merged(sliced[name])
