@@ -750,9 +750,11 @@ def _events_json_statement() -> tuple[str, tuple[tuple[Any, str], ...]]:
         declared.append(f"{quote(field.column)} {sql_type}")
         sent.append((field, how))
     columns = ", ".join(quote(field.column) for field in fields)
+    # Inserted in the array's order (ORDER BY its ordinality), so the ids come back in it too.
     statement = (
         f"INSERT INTO {quote(Event._meta.db_table)} ({columns}) SELECT {columns} "
-        f"FROM jsonb_to_recordset(%s::jsonb) AS sent({', '.join(declared)}) "
+        f"FROM ROWS FROM (jsonb_to_recordset(%s::jsonb) AS ({', '.join(declared)})) "
+        f"WITH ORDINALITY AS sent({columns}, position) ORDER BY position "
         f"RETURNING {quote(Event._meta.pk.column)}"
     )
     return statement, tuple(sent)
