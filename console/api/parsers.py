@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import re2
 from django.conf import settings
 from rest_framework import exceptions, parsers, renderers, status
 
@@ -72,6 +73,25 @@ def _join(path: str, step: str | int) -> str:
         return f"{path}[{step}]"
     step = _escaped(step)
     return f"{path}.{step}" if path else step
+
+
+def too_deep(value: Any, max_depth: int) -> bool:
+    """Whether a dict or a list in `value` nests deeper than `max_depth` levels: the containers
+    walked alone, no path written (`first_problem` names it, when there is one)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+#: Where a JSON text can hold a NUL or a lone surrogate: only a `\u` escape writes either into a
+#: string (raw, a NUL is not allowed in a JSON string and a surrogate is not UTF-8). A text with
+#: no such escape has no string to look at. RE2, as every pattern on the path of a request.
+_SUSPECT_ESCAPE = re2.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def first_problem(value: Any, *, max_depth: int) -> tuple[str, str] | None:
@@ -139,6 +159,8 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise MalformedBody("body", f"not JSON: {str(exc).splitlines()[0][:200]}") from exc
     if not isinstance(data, dict):
         raise MalformedBody("non_field_errors", "the body must be a JSON object")
+    if not _SUSPECT_ESCAPE.search(text) and not too_deep(data, max_depth):
+        return data  # what `first_problem` would find nothing in, without walking every string
     problem = first_problem(data, max_depth=max_depth)
     if problem is not None:
         field, message = problem
