@@ -19,6 +19,8 @@ from typing import Any
 
 from django.conf import settings
 
+from console.api.parsers import too_deep
+
 KINDS = ("decision", "execution")
 DECISIONS = ("allow", "confirm", "refuse")
 #: Every field a record may carry, with whether it must be there.
@@ -113,7 +115,8 @@ def _read(record: Any, path: str) -> dict[str, Any]:
             path,
             f"is {size} bytes, more than {settings.STALWART_DECISIONS_MAX_RECORD_BYTES}",
         )
-    deep = _depth_problem(record, path, int(settings.STALWART_DECISIONS_MAX_DEPTH))
+    most = int(settings.STALWART_DECISIONS_MAX_DEPTH)
+    deep = _depth_problem(record, path, most) if too_deep(record, most) else None
     if deep is not None:
         raise Unreadable(
             deep, f"nests deeper than {settings.STALWART_DECISIONS_MAX_DEPTH} levels in a record"

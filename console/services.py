@@ -780,6 +780,46 @@ def _events_by_json(connection: Any, events: list[Event]) -> None:
         event.pk = number
 
 
+@functools.cache
+def _copied_fields() -> tuple[tuple[str, bool], ...]:
+    """Event's columns as COPY takes them: each field's attribute, and whether it is JSON."""
+    for field in Event._meta.concrete_fields:
+        kind = field.get_internal_type()
+        if kind not in ("JSONField", *_AS_THEY_ARE):
+            raise ImproperlyConfigured(f"{field.name}: COPY would need the field's own conversion")
+        if kind == "JSONField" and field.encoder is not None:
+            raise ImproperlyConfigured(f"{field.name}: a JSON field with its own encoder")
+    return tuple(
+        (field.attname, field.get_internal_type() == "JSONField")
+        for field in Event._meta.concrete_fields
+    )
+
+
+#: Field kinds whose values psycopg writes as the ORM would have them written (text, numbers,
+#: booleans, UUIDs, aware times): COPY takes their attributes as they are, without Django's
+#: per-value preparation (a fifth of an ingested record's CPU).
+_AS_THEY_ARE = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "BooleanField",
+        "CharField",
+        "DateTimeField",
+        "ForeignKey",
+        "PositiveSmallIntegerField",
+        "UUIDField",
+    }
+)
+
+
+def _copied_row(event: Event) -> list[Any]:
+    row = []
+    for attname, is_json in _copied_fields():
+        value = getattr(event, attname)
+        row.append(json.dumps(value) if is_json and value is not None else value)
+    return row
+
+
 def _events_by_copy(connection: Any, events: list[Event]) -> None:
     fields = Event._meta.concrete_fields
     table = connection.ops.quote_name(Event._meta.db_table)
@@ -797,12 +837,7 @@ def _events_by_copy(connection: Any, events: list[Event]) -> None:
             with connection.wrap_database_errors:
                 with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                     for event in events:
-                        copy.write_row(
-                            [
-                                field.get_db_prep_save(field.pre_save(event, True), connection)
-                                for field in fields
-                            ]
-                        )
+                        copy.write_row(_copied_row(event))
         except BaseException:
             for event in events:  # not written: as they were, to be written again
                 event.pk = None
