@@ -6,6 +6,10 @@ than `STALWART_API_MAX_JSON_DEPTH`, or holds a NUL or a lone surrogate in any ke
 PostgreSQL's `jsonb` and text columns cannot store). Every refusal names the field path
 (`arguments.pad`, `rules[0].when`). Form and multipart bodies get the same text check.
 
+Only a `\\u` escape writes a NUL or a lone surrogate into a parsed string, so a body whose text
+has none (one RE2 search) and whose containers nest within the bound is taken without the walk
+of every key and string; any other body gets that walk, which names the field.
+
 The refusal carries a storable copy of the body (offending characters escaped as `\\u0000`, too
 deep a subtree cut), so that a view that decides calls can still record the refused call as an
 event: a malformed call is an attempt the security team must see.
