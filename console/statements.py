@@ -39,7 +39,7 @@ def unchecked(work: Callable[[], T]) -> T:
     """`work()` on this request's connection, its first statement standing for the health check.
 
     `work` reads, or is one transaction (nothing of it is kept if it fails). It runs once more
-    only when it failed because the server had dropped the kept connection.
+    only when its first statement failed because the server had dropped the kept connection.
     """
     pending = (
         connection.connection is not None
@@ -109,7 +109,7 @@ class ModelRows:
         self.model = model
         self.fields = tuple(model._meta.get_field(name) for name in names)
         self.attnames = [field.attname for field in self.fields]
-        self._converters: dict[str, list[list[Any]]] = {}
+        self._converters: dict[str, list[tuple[Any, list[Any]]]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:

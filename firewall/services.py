@@ -740,21 +740,7 @@ def _call_controls(actor: Actor, call: dict[str, Any], rows: Any) -> Any:
 
 
 #: The policy's fields the steady statement reads: all of them, so nothing is deferred.
-_POLICY_ROW = ModelRows(
-    Policy,
-    (
-        "id",
-        "organisation",
-        "name",
-        "default_verdict",
-        "active",
-        "revision",
-        "published",
-        "draft_key",
-        "created_at",
-        "updated_at",
-    ),
-)
+_POLICY_ROW = ModelRows(Policy, tuple(field.name for field in Policy._meta.concrete_fields))
 
 
 @functools.cache
