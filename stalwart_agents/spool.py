@@ -8,7 +8,7 @@ every record to disk, at a few milliseconds each on an ordinary disk.)
 
 `Shipper` runs background threads (`lanes`, default 2, each the sessions whose id hashes to it)
 that send the oldest records to the console's `POST /v1/decisions` in batches (a batch that is not
-full waits `linger` seconds, 0.05 by default, for the records that follow it), and deletes them from the spool only once the console has
+full waits `linger` seconds, by default the `interval`, 0.2, for the records that follow it), and deletes them from the spool only once the console has
 answered 200 (stored, already stored, or kept as unreadable: the console has them either way).
 The console down, slow or failing (a network error, a timeout, 429, 5xx, 401/403) costs nothing
 but time: the same batch is sent again after a backoff that doubles from `backoff[0]` to
@@ -328,7 +328,7 @@ class Shipper:
         api_key: str,
         batch: int = DEFAULT_BATCH,
         interval: float = 0.2,
-        linger: float = 0.05,
+        linger: float | None = None,
         timeout: float = 10.0,
         backoff: tuple[float, float] = (0.5, 30.0),
         organisation: str | None = None,
@@ -336,6 +336,8 @@ class Shipper:
     ) -> None:
         if batch < 1 or lanes < 1:
             raise ValueError("batch and lanes: at least 1")
+        if linger is None:  # a batch that is not full waits one interval (0.2 s by default)
+            linger = interval
         if not 0 <= linger <= interval:
             raise ValueError("linger: from 0 to the interval")
         self.spool = spool
@@ -451,7 +453,9 @@ class Shipper:
             if moved < self._limits[lane]:
                 # Not a full batch: the records of the next `linger` seconds go with it. Each
                 # post costs this process CPU (and the GIL) beside the decisions it logs, so a
-                # stream of decisions is shipped in a few larger batches, not a post each.
+                # stream of decisions is shipped in a few larger batches, not a post each. At
+                # 0.2 s a lane posts about five times a second: at 1,000 decisions a second, under
+                # one decision in a hundred meets a post (and waits for the GIL behind it).
                 self._stop.wait(self.linger)
 
     def _checkpoint(self) -> None:

@@ -10,8 +10,9 @@ gunicorn (production settings, 2 worker processes) on a port the OS gave.
 
 1. **Delay**: runtime sessions in this process decide `R` calls per second for `S` seconds (real
    checks through `RuntimeSession`, 20 sessions in turn), their sink a `Spool` on local disk,
-   shipped by a `Shipper` to `POST /v1/decisions`. A poller reads the events table every 20 ms;
-   a record's delay is from its decision (`at`) to the poll that first sees its event.
+   shipped by a `Shipper` with its defaults (as a runtime starts it) to `POST /v1/decisions`.
+   A poller reads the events table every 20 ms; a record's delay is from its decision (`at`) to
+   the poll that first sees its event.
 2. **Ingest rate**: `N` records written into a spool while nothing ships (the console down),
    then the shipper started: records stored per second until the spool is empty.
 3. **Scale-out** (`benchmarks.decisionlog.scaleout`, a process of its own): the same backlog of
@@ -110,7 +111,7 @@ def delay(url: str, key: str, database: str, rate: int, seconds: float, var: Pat
     from stalwart_agents.spool import Shipper, Spool
 
     spool = Spool(var / "delay-spool.sqlite3")
-    shipper = Shipper(spool, url=url, api_key=key, batch=500, interval=0.05).start()
+    shipper = Shipper(spool, url=url, api_key=key).start()
     sessions = _sessions(spool, 20)
     poller = Poller(database)
     poller.start()
