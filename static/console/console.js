@@ -1,6 +1,7 @@
 // The console's few behaviours that need a script: the small-screen menu, focus on the first
-// error of a refused form (after a full page load and after htmx swaps one in), and reordering
-// the rules table by drag or by keyboard.
+// error of a refused form (after a full page load and after htmx swaps one in), a press on Save
+// that a field's live check must not move away, and reordering the rules table by drag or by
+// keyboard.
 (function () {
   // A refused form names its fields in `data-invalid` (a JSON list of names or error paths:
   // `name`, `clause-0-value`, `catalogue.tools[0].name`): each control found is marked
@@ -87,6 +88,27 @@
       });
     }
     focusFirstError(document);
+  });
+  // A press on a form's submit button blurs the field being edited, whose `change` starts the
+  // form's live check (`data-live-check`). Its answer, an error shown or cleared above the
+  // button, can move the button before the press ends, and then the click, and the submit, are
+  // lost. From the press until the form is submitted (or for 2 s), the live check is not sent:
+  // the submit checks every field anyway.
+  document.addEventListener("pointerdown", function (event) {
+    var button = event.target.closest && event.target.closest('button, input[type="submit"]');
+    if (button && button.form && button.type === "submit") {
+      button.form.dataset.submitting = String(Date.now());
+    }
+  }, true);
+  document.addEventListener("submit", function (event) {
+    if (event.target.dataset) { delete event.target.dataset.submitting; }
+  }, true);
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-live-check")) { return; }
+    var form = elt.closest("form");
+    var since = Number((form && form.dataset.submitting) || 0);
+    if (since && Date.now() - since < 2000) { event.preventDefault(); }
   });
   // After a refused submit only (not a field's live check, which would pull focus from the field
   // being typed in). The form is swapped whole (outerHTML), so the old target is gone from the

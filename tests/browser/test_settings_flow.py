@@ -112,3 +112,29 @@ def test_an_admin_rotates_the_bundle_key_only_once_the_confirm_is_accepted(
     assert before.next.kid in page.inner_text("#bundle-key-current")
     assert before.current.kid in page.inner_text("#bundle-key-previous")
     assert AuditRow.objects.filter(action="bundle_key.rotate").count() == 1
+
+
+@pytest.mark.parametrize("make_run", [True, False], ids=["debug", "production"])
+def test_a_click_on_save_at_a_persons_pace_right_after_typing_is_never_lost(
+    page, admin, organisation, settings, make_run
+):
+    """Pressing Save blurs the field just typed in, whose change starts the live check; its error,
+    shown or cleared above the button, used to move the button before the press ended, so the
+    click (and the save) was lost. A press of 300 ms, as a person clicks, now always submits."""
+    settings.DEBUG = make_run
+    sign_in(page, "ada-admin", PASSWORD)
+    page.goto("/settings/")
+    page.fill("#id_notify_url", "http://hooks.example.org/alerts")
+    page.click("#settings-save", delay=300)
+    # Focus moves to the field only on a refused submit, never on the live check.
+    page.wait_for_function(
+        "document.activeElement && document.activeElement.name === 'notify_url'", timeout=5_000
+    )
+    assert page.get_attribute("#id_notify_url", "aria-invalid") == "true"
+
+    page.fill("#id_notify_url", "https://hooks.example.org/alerts")
+    page.click("#settings-save", delay=300)  # the error above the button goes: it moves up
+    page.wait_for_selector("#settings-saved", timeout=5_000)
+    assert OrganisationSettings.objects.get(organisation=organisation).notify_url == (
+        "https://hooks.example.org/alerts"
+    )
