@@ -8,8 +8,9 @@ every record to disk, at a few milliseconds each on an ordinary disk.)
 
 `Shipper` runs background threads (`lanes`, default 2, each the sessions whose id hashes to it)
 that send the oldest records to the console's `POST /v1/decisions` in batches (a batch that is not
-full waits `linger` seconds, by default the `interval`, 0.2, for the records that follow it), and deletes them from the spool only once the console has
-answered 200 (stored, already stored, or kept as unreadable: the console has them either way).
+full waits `linger` seconds, by default the `interval`, 0.2, for the records that follow it), and
+deletes them from the spool only once the console has answered 200 (stored, already stored, or
+kept as unreadable: the console has them either way).
 The console down, slow or failing (a network error, a timeout, 429, 5xx, 401/403) costs nothing
 but time: the same batch is sent again after a backoff that doubles from `backoff[0]` to
 `backoff[1]` seconds, with jitter. A lane's records leave in the order they were written, and a
