@@ -80,6 +80,18 @@ def evaluate(admin, organisation, actor_for):
     return post
 
 
+def _terminate(pid: int) -> None:
+    """The server drops the backend `pid` (another connection ends it), as a restart would."""
+    settings = connection.settings_dict
+    url = (
+        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    time.sleep(0.2)
+
+
 @POSTGRES
 @pytest.mark.django_db(transaction=True)
 def test_a_decision_on_a_kept_connection_sends_no_health_check(evaluate, monkeypatch):
@@ -98,14 +110,7 @@ def test_a_decision_on_a_kept_connection_sends_no_health_check(evaluate, monkeyp
 def test_a_kept_connection_the_server_dropped_is_replaced_and_the_decision_answered(evaluate):
     assert evaluate().status_code == 200
     dropped = connection.connection.info.backend_pid
-    settings = connection.settings_dict
-    url = (
-        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
-        f"{settings['PORT'] or 5432}/{settings['NAME']}"
-    )
-    with psycopg.connect(url, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [dropped])
-    time.sleep(0.2)
+    _terminate(dropped)
     again = evaluate()
     assert again.status_code == 200 and again.json()["verdict"] == "allow"
     assert connection.connection.info.backend_pid != dropped
@@ -148,31 +153,13 @@ def test_a_check_on_a_kept_connection_the_server_dropped_is_decided_on_a_new_one
 
     assert check().status_code == 200
     dropped = connection.connection.info.backend_pid
-    settings = connection.settings_dict
-    url = (
-        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
-        f"{settings['PORT'] or 5432}/{settings['NAME']}"
-    )
-    with psycopg.connect(url, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [dropped])
-    time.sleep(0.2)
+    _terminate(dropped)
     again = check()
     assert again.status_code == 200, again.content
     assert connection.connection.info.backend_pid != dropped
     from console.models import Event
 
     assert Event.objects.filter(source="toolcheck").count() == 2
-
-
-def _terminate(pid: int) -> None:
-    settings = connection.settings_dict
-    url = (
-        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
-        f"{settings['PORT'] or 5432}/{settings['NAME']}"
-    )
-    with psycopg.connect(url, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [pid])
-    time.sleep(0.2)
 
 
 @POSTGRES
