@@ -1,19 +1,27 @@
-"""Waking the bundle long-polls when a bundle changes: Redis pub/sub, with a periodic re-check.
+"""Announcing that an organisation's rows changed: Redis pub/sub, with a periodic re-check.
 
 Every change that alters an organisation's bundle (a hold, a tool switch, a write switch, a
-published or activated firewall version, the settings, a rulebook record, a rotated key) calls
-`bundle_changed(organisation_id)`. Once its transaction commits, that counts the change in this
-process (waking the long-polls waiting here at once) and publishes the organisation's id on one
-Redis channel; every console process listens on it from one background thread and counts what
-it hears the same way. A long-poll (`wait_for_change`) notes the count before it reads the
-bundle, then sleeps until the count moves or its re-check interval passes, whichever comes first,
-and reads the bundle again. A change is never missed between the read and the sleep (the count
-was noted first), and a change nobody announced (a row written by hand) is seen at the next
-re-check.
+published or activated firewall version, the settings, a rulebook record, a rotated key), or the
+active policy's row (its name, its draft), calls `bundle_changed(organisation_id)`. Once its
+transaction commits, that counts the change in this process at once and publishes the
+organisation's id, with the process's own tag, on one Redis channel; every console process
+listens on it from one background thread and counts what it hears from the others the same way.
+
+Two readers use the counts:
+
+- A bundle long-poll (`wait_for_change`) notes the count before it reads the bundle, then sleeps
+  until the count moves or its re-check interval passes, whichever comes first, and reads the
+  bundle again. A change is never missed between the read and the sleep (the count was noted
+  first), and a change nobody announced (a row written by hand) is seen at the next re-check.
+- What a process keeps of an organisation's active policy and controls (`firewall.active`) is
+  current while `mark` gives what it gave before the rows were read. `mark` also moves when the
+  listener subscribes again (what was published meanwhile was never heard) and is None while it
+  is not subscribed, so nothing is kept then.
 
 Redis down, or not configured (`make run`): nothing is published or heard from other processes,
-changes made in this process still wake its long-polls, and every long-poll re-checks each
-`STALWART_BUNDLE_RECHECK` seconds; nothing fails. The listener reconnects by itself.
+changes made in this process still wake its long-polls, every long-poll re-checks each
+`STALWART_BUNDLE_RECHECK` seconds, and nothing is kept; nothing fails. The listener reconnects by
+itself.
 
 The channel's name carries the Redis database number, since pub/sub channels are shared by every
 database of one server (two deployments on one Redis would otherwise wake each other).
@@ -26,6 +34,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -45,6 +55,7 @@ _lock = threading.Condition()
 _counts: dict[int, int] = {}
 _listener: threading.Thread | None = None
 _listening = threading.Event()  # set while the listener is subscribed
+_epoch = 0  # moves each time the listener subscribes or loses its subscription
 _active = 0  # long-polls waiting in this process
 
 
@@ -61,7 +72,9 @@ def _redis(*, shared: bool = False) -> Any | None:
 
     if shared and url in _publishers:
         return _publishers[url]
-    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=1)
+    # The listener names itself (`CLIENT LIST` shows which process listens).
+    named = {} if shared else {"client_name": f"stalwart-changes-{os.getpid()}"}
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=1, **named)
     if shared:
         _publishers[url] = client
     return client
@@ -88,6 +101,17 @@ QUIET_AFTER_FAILURE = 5.0
 _quiet_until = 0.0
 
 
+_origins: dict[int, str] = {}
+
+
+def _origin() -> str:
+    """This process's tag on what it publishes (a forked process has its own)."""
+    pid = os.getpid()
+    if pid not in _origins:
+        _origins[pid] = secrets.token_hex(8)
+    return _origins[pid]
+
+
 def _announce(organisation_id: int) -> None:
     global _quiet_until
     _count(organisation_id)
@@ -96,7 +120,7 @@ def _announce(organisation_id: int) -> None:
     try:
         client = _redis(shared=True)
         if client is not None:
-            client.publish(channel(client), str(organisation_id))
+            client.publish(channel(client), f"{organisation_id} {_origin()}")
     except Exception as exc:  # noqa: BLE001 - Redis down: the other processes re-check instead
         _quiet_until = time.monotonic() + QUIET_AFTER_FAILURE
         log.warning("bundle change not published (long-polls fall back to re-checks): %s", exc)
@@ -117,24 +141,38 @@ def _listen() -> None:
                 return
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             pubsub.subscribe(channel(client))
-            _listening.set()
+            _subscribed(True)
             failures = 0
             while True:
                 message = pubsub.get_message(timeout=1.0)
                 if message is None or message.get("type") != "message":
                     continue
                 try:
-                    _count(int(message["data"]))
+                    organisation, _, origin = bytes(message["data"]).decode().partition(" ")
+                    if origin != _origin():  # this process's own were counted as made
+                        _count(int(organisation))
                 except (TypeError, ValueError):
                     continue
         except Exception as exc:  # noqa: BLE001 - the listener outlives any Redis failure
-            _listening.clear()
+            _subscribed(False)
             log.warning("bundle change listener: Redis failed, re-checking meanwhile: %s", exc)
             with contextlib.suppress(Exception):
                 if client is not None:
                     client.close()
             time.sleep(RECONNECT[min(failures, len(RECONNECT) - 1)])
             failures += 1
+
+
+def _subscribed(now: bool) -> None:
+    """The listener's subscription began (True) or ended (False): either way, what was counted
+    before says nothing of what was published meanwhile (`mark`)."""
+    global _epoch
+    with _lock:
+        _epoch += 1
+        if now:
+            _listening.set()
+        else:
+            _listening.clear()
 
 
 def _ensure_listener() -> None:
@@ -161,6 +199,18 @@ def seen(organisation_id: int) -> int:
     _ensure_listener()
     with _lock:
         return _counts.get(organisation_id, 0)
+
+
+def mark(organisation_id: int) -> tuple[int, int] | None:
+    """While this process hears every announced change (its listener subscribed): a mark that
+    stays the same until a change of the organisation is counted or the subscription is lost and
+    made again; else None. Note it before reading what a change would alter: what was read is
+    current while `mark` still gives the same."""
+    _ensure_listener()
+    with _lock:
+        if not _listening.is_set():
+            return None
+        return _epoch, _counts.get(organisation_id, 0)
 
 
 def wait_for_change(organisation_id: int, since: int, timeout: float) -> bool:

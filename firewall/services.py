@@ -24,11 +24,13 @@ from django.utils import timezone
 
 from console import audit
 from console.access import Actor, require
+from console.bundle_changes import bundle_changed
 from console.models import Organisation, SessionHold, ToolSwitch
 from console.services import audit_record, event_record
-from console.statements import ModelRows, fetch_one
+from console.statements import fetch_one
 from console.tracing import decision_span
 from firewall import engine
+from firewall.active import POLICY_ROW, Active, active
 from firewall.engine.names import name_key
 from firewall.engine.vocabulary import PRIORITY_MAX, PRIORITY_MIN
 from firewall.matching import sequence_rules, sequence_rules_of
@@ -62,10 +64,12 @@ def _issues_error(issues, prefix: str = "") -> ValidationError:  # noqa: ANN001
 
 
 def _bump(policy: Policy) -> None:
-    """Count a change of the draft; what decides (the published version) is untouched."""
+    """Count a change of the draft; what decides (the published version) is untouched, but the
+    draft decides in shadow beside it (`firewall.active` keeps the row: announced)."""
     Policy.objects.filter(pk=policy.pk).update(
         revision=F("revision") + 1, draft_key=uuid.uuid4(), updated_at=timezone.now()
     )
+    bundle_changed(policy.organisation_id)
 
 
 def _clean_spec(data: dict[str, Any]) -> dict[str, Any]:
@@ -137,11 +141,9 @@ def policy_update(*, actor: Actor, policy: Policy, data: dict[str, Any]) -> Poli
     if after["default_verdict"] != before["default_verdict"]:
         fields["draft_key"] = uuid.uuid4()  # the draft decides otherwise; a name decides nothing
     Policy.objects.filter(pk=policy.pk).update(**fields)
-    if after["active"] != before["active"]:
-        # Which policy is active decides what the bundle carries; `update` sends no signal.
-        from console.bundle_changes import bundle_changed
-
-        bundle_changed(actor.organisation.pk)
+    # Which policy is active decides what the bundle carries, and its name and draft what an
+    # evaluated call's answer and shadow say (`firewall.active`); `update` sends no signal.
+    bundle_changed(actor.organisation.pk)
     policy.refresh_from_db()
     audit_record(
         actor=actor,
@@ -574,6 +576,7 @@ def _draft_replace(
         draft_key=uuid.uuid4(),
         updated_at=timezone.now(),
     )
+    bundle_changed(policy.organisation_id)
     policy.default_verdict = default_verdict
 
 
@@ -739,10 +742,6 @@ def _call_controls(actor: Actor, call: dict[str, Any], rows: Any) -> Any:
     )
 
 
-#: The policy's fields the steady statement reads: all of them, so nothing is deferred.
-_POLICY_ROW = ModelRows(Policy, tuple(field.name for field in Policy._meta.concrete_fields))
-
-
 @functools.cache
 def _active_sql(vendor: str) -> str:
     """The steady path's one statement, written out: the ORM took longer to build it than the
@@ -752,7 +751,7 @@ def _active_sql(vendor: str) -> str:
     switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
     version = PolicyVersion._meta.db_table
     return (
-        f"SELECT {_POLICY_ROW.columns(connection, 'p')}, v.key, v.number, "
+        f"SELECT {POLICY_ROW.columns(connection, 'p')}, v.key, v.number, "
         f"EXISTS (SELECT 1 FROM {switch} s WHERE s.organisation_id = %s AND s.agent = %s"
         f" AND s.tool = %s AND s.enabled_at IS NULL), "
         f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent = %s"
@@ -780,22 +779,27 @@ def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
     row = fetch_one(_active_sql(connection.vendor), params)
     if row is None:
         return None
-    policy = _POLICY_ROW.instance(row[: len(_POLICY_ROW)], connection)
-    key, number, switched, held = row[len(_POLICY_ROW) :]
+    policy = POLICY_ROW.instance(row[: len(POLICY_ROW)], connection)
+    key, number, switched, held = row[len(POLICY_ROW) :]
     policy.published_key, policy.published_number = key, number
     policy.tool_switched, policy.session_held = bool(switched), bool(held)
     return policy
 
 
 def _policy_and_controls(
-    actor: Actor, call: dict[str, Any], policy: Policy | None
+    actor: Actor, call: dict[str, Any], policy: Policy | None, kept: Active | None
 ) -> tuple[Policy | None, tuple[bool, bool]]:
     """The deciding policy (the active one unless given) and the call's switch and hold.
 
-    On the steady path (the active policy) this is one statement: the policy row, its published
-    version's key (which keys the compiled copy) and number, and both controls.
+    On the steady path (the active policy) these come from `kept`, what this process keeps
+    while nothing changed (`firewall.active`), or else from one statement: the policy row, its
+    published version's key (which keys the compiled copy) and number, and both controls.
     """
     if policy is None:
+        if kept is not None and kept.policy is not None:
+            flags = kept.flags(call)
+            if flags is not None:
+                return kept.policy, flags
         found = _active_with_controls(actor, call)
         if found is not None:
             return found, (bool(found.tool_switched), bool(found.session_held))
@@ -949,14 +953,30 @@ def firewall_evaluate(
     """
     from console import eventwriter
 
+    # What this process keeps of the active policy, taken before the decision's own transaction
+    # (inside a caller's, nothing is kept: it may hold writes of its own).
+    kept = active(actor.organisation.pk) if policy is None else None
     group = eventwriter.writer() if record and token is None else None
     if group is None:
         with transaction.atomic():
             return _firewall_evaluate(
-                actor=actor, call=call, policy=policy, record=record, token=token, draft=draft
+                actor=actor,
+                call=call,
+                policy=policy,
+                record=record,
+                token=token,
+                draft=draft,
+                kept=kept,
             )
     return _firewall_evaluate(
-        actor=actor, call=call, policy=policy, record=record, token=None, draft=draft, group=True
+        actor=actor,
+        call=call,
+        policy=policy,
+        record=record,
+        token=None,
+        draft=draft,
+        group=True,
+        kept=kept,
     )
 
 
@@ -969,13 +989,14 @@ def _firewall_evaluate(
     token: str | None,
     draft: bool,
     group: bool = False,
+    kept: Active | None = None,
 ) -> dict[str, Any]:
 
     if draft and record:
         raise ValueError("a draft never decides a recorded call")
     require(actor, "firewall.evaluate" if record else "firewall.read")
     given = policy is not None
-    policy, flags = _policy_and_controls(actor, call, policy)
+    policy, flags = _policy_and_controls(actor, call, policy, kept)
     published = published_of(policy, fresh=not given) if policy is not None else None
     if policy is None:
         result = _refusal(call, "no_active_policy")

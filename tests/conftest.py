@@ -52,11 +52,15 @@ def _own_state_folder(tmp_path_factory, monkeypatch):  # noqa: ANN001, ANN202
 def _event_writer_stopped():  # noqa: ANN202
     """A test that made decisions outside a transaction on PostgreSQL started its process's event
     writer (console/eventwriter.py): it is ended after the test, with its connection, so that
-    the test database can be flushed and dropped."""
+    the test database can be flushed and dropped; and what the process kept of the organisations'
+    policies (firewall/active.py) is dropped."""
     yield
     writer = sys.modules.get("console.eventwriter")
     if writer is not None:
         writer.stop()
+    kept = sys.modules.get("firewall.active")
+    if kept is not None:
+        kept.forget()  # an organisation's id may be another's in the next test's database
 
 
 @pytest.fixture
