@@ -183,6 +183,9 @@ def _ensure_listener() -> None:
         if _listener is None or not _listener.is_alive():
             if not getattr(settings, "REDIS_URL", ""):
                 return
+            # No listener runs (none yet, or this is a forked child of a process that had one):
+            # whatever says it listens is not so until this one subscribes.
+            _subscribed(False)
             _listener = threading.Thread(
                 target=_listen, name="stalwart-bundle-changes", daemon=True
             )

@@ -5,6 +5,8 @@ re-check, nor across a lost subscription, nor inside a caller's transaction."""
 from __future__ import annotations
 
 import os
+import select
+import signal
 import time
 
 import pytest
@@ -166,3 +168,23 @@ def test_a_policy_renamed_or_deactivated_is_seen_at_once(actor):
     assert _call(actor)["policy"] == "prod-2"
     services.policy_update(actor=actor, policy=policy, data={"active": False})
     assert _call(actor)["reasons"] == ["no_active_policy"]
+
+
+def test_a_forked_process_keeps_nothing_until_its_own_listener_subscribes(actor):
+    parent = bundle_changes.mark(actor.organisation.pk)
+    assert parent is not None
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its parent's listener thread did not come with it
+        try:
+            os.write(write, repr(bundle_changes.mark(actor.organisation.pk)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    answered, _, _ = select.select([read], [], [], 10)
+    said = os.read(read, 200).decode() if answered else "no answer"
+    if not answered:
+        os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    os.close(read)
+    assert said == "None"
