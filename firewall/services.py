@@ -796,10 +796,9 @@ def _policy_and_controls(
     published version's key (which keys the compiled copy) and number, and both controls.
     """
     if policy is None:
-        if kept is not None and kept.policy is not None:
-            flags = kept.flags(call)
-            if flags is not None:
-                return kept.policy, flags
+        flags = kept.flags(call) if kept is not None else None
+        if flags is not None:
+            return kept.policy, flags  # no active policy (None) is kept too
         found = _active_with_controls(actor, call)
         if found is not None:
             return found, (bool(found.tool_switched), bool(found.session_held))

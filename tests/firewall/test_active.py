@@ -168,6 +168,9 @@ def test_a_policy_renamed_or_deactivated_is_seen_at_once(actor):
     assert _call(actor)["policy"] == "prod-2"
     services.policy_update(actor=actor, policy=policy, data={"active": False})
     assert _call(actor)["reasons"] == ["no_active_policy"]
+    with CaptureQueriesContext(connection) as kept:  # that there is none is kept too
+        assert _call(actor)["reasons"] == ["no_active_policy"]
+    assert _reads(kept.captured_queries) == []
 
 
 def test_a_forked_process_keeps_nothing_until_its_own_listener_subscribes(actor):
