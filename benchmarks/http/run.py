@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="gunicorn's max_requests for the run (STALWART_WEB_MAX_REQUESTS; 0: never replace "
-        "a worker); default: the console's config (5,000), so a fast endpoint's phase may "
+        "a worker); default: the console's config (50,000), so a fast endpoint's phase may "
         "replace workers, whose start-up CPU then counts in its figures (the table says so)",
     )
     args = parser.parse_args(argv)
