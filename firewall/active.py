@@ -27,6 +27,7 @@ holds outstanding keeps its controls in the database and reads them per call, as
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -76,11 +77,9 @@ _lock = threading.Lock()
 _kept: OrderedDict[int, tuple[tuple[int, int], float, Active]] = OrderedDict()
 
 
-def _max_age() -> float:
-    return bundle_changes.recheck_every()
-
-
-def _sql() -> tuple[str, str]:
+@functools.cache
+def _statements(vendor: str) -> tuple[str, str]:
+    """The two reads of a miss, written out once per database vendor: the policy, the controls."""
     policy = (
         f"SELECT {POLICY_ROW.columns(connection, 'p')}, v.key, v.number "
         f"FROM {Policy._meta.db_table} p "
@@ -97,15 +96,9 @@ def _sql() -> tuple[str, str]:
     return policy, controls
 
 
-_statements: dict[str, tuple[str, str]] = {}
-
-
 def _read(organisation_id: int) -> Active:
     """The organisation's rows as they are now: two statements."""
-    vendor = connection.vendor
-    if vendor not in _statements:
-        _statements[vendor] = _sql()
-    policy_sql, controls_sql = _statements[vendor]
+    policy_sql, controls_sql = _statements(connection.vendor)
 
     def read() -> Active:
         with cursor() as rows:
@@ -138,7 +131,7 @@ def active(organisation_id: int) -> Active | None:
     now = time.monotonic()
     with _lock:
         kept = _kept.get(organisation_id)
-        if kept is not None and kept[0] == mark and now - kept[1] < _max_age():
+        if kept is not None and kept[0] == mark and now - kept[1] < bundle_changes.recheck_every():
             _kept.move_to_end(organisation_id)
             return kept[2]
     found = _read(organisation_id)
