@@ -498,17 +498,17 @@ def _check_sql(vendor: str, whole: bool, held: int, lock: bool) -> str:
 
 
 def _locked_for_check(
-    actor: Actor, session: GuardSession, call: dict[str, Any], *, whole: bool
+    actor: Actor, session: GuardSession, call: dict[str, Any], *, whole: bool, lock: bool = True
 ) -> tuple[GuardSession, OrganisationSettings | None, tuple[bool, bool]]:
-    """The session (locked), its organisation's settings and the call's switch and hold, in one
-    statement; `Http404` for a session deleted since it was named."""
+    """The session (locked, unless `lock` is False), its organisation's settings and the call's
+    switch and hold, in one statement; `Http404` for a session deleted since it was named."""
     from django.db import connection
 
     agent = name_key(call["agent"])
     held = sorted({agent, name_key(session.agent)})
     organisation_id = actor.organisation.pk
     sql = _check_sql(
-        connection.vendor, whole, len(held), connection.features.has_select_for_update_of
+        connection.vendor, whole, len(held), lock and connection.features.has_select_for_update_of
     )
     params = [
         organisation_id,
@@ -539,17 +539,38 @@ def _locked_for_check(
 def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
     """Decide one call in the session; the decision is recorded as an event.
 
-    One transaction; on a kept connection, its first statement stands for Django's health check
+    Served on PostgreSQL outside any transaction, a call with no token is decided on one read in
+    autocommit (the session not locked: a check writes nothing of it) and its event is written by
+    the process's event writer with the concurrent decisions' (`console.eventwriter`, group
+    commit); the answer is returned only once that has committed. A call the check would put to
+    a person is decided again in a transaction with the session locked, so that the same call
+    asked twice at once files one approval request. Everywhere else (a token, a caller's
+    transaction, SQLite, group commit off) the check is one transaction with the session locked.
+    On a kept connection, the first statement stands for Django's health check
     (`console.statements.unchecked`)."""
+    from console import eventwriter
 
     def decide() -> dict[str, Any]:
+        if not data.get("token") and eventwriter.writer() is not None:
+            try:
+                return _session_check(actor=actor, session=session, data=data, group=True)
+            except _ToAsk:
+                pass
         with transaction.atomic():
             return _session_check(actor=actor, session=session, data=data)
 
     return unchecked(decide)
 
 
-def _session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) -> dict[str, Any]:
+class _ToAsk(Exception):  # noqa: N818 - a signal, not an error
+    """A grouped check found a call to put to a person: it is decided again, locked."""
+
+
+def _session_check(
+    *, actor: Actor, session: GuardSession, data: dict[str, Any], group: bool = False
+) -> dict[str, Any]:
+    """The check; `group`: decided unlocked, its event written through the event writer, and
+    `_ToAsk` raised (nothing written) for a call to put to a person."""
     require(actor, "guard.check")
     call = _call(session, data)
     run = session_run_ids(data.get("run"))
@@ -560,7 +581,9 @@ def _session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     built = _is_built(
         str(session.public_id), actor.organisation.pk, _last_settings.get(actor.organisation.pk)
     )
-    session, organisation_settings, flags = _locked_for_check(actor, session, call, whole=not built)
+    session, organisation_settings, flags = _locked_for_check(
+        actor, session, call, whole=not built, lock=not group
+    )
     settings = _settings_of(organisation_settings)
     _last_settings[actor.organisation.pk] = settings
     check = _tool_check(session, settings=settings)
@@ -586,6 +609,8 @@ def _session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     if run:
         result = {**result, "detail": {**dict(result.get("detail") or {}), "run": run}}
     if result["decision"] == "confirm" and not data.get("token"):
+        if group:
+            raise _ToAsk
         from guard.approvals import approval_request_create
 
         request = approval_request_create(
@@ -596,21 +621,28 @@ def _session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any])
             requested_for=str(data.get("user") or ""),
         )
         result["approval"] = str(request.public_id)
-    event_record(
-        organisation=actor.organisation,
-        source="toolcheck",
-        decision=result["decision"],
-        session=str(session.public_id),
-        agent=call["agent"],
-        tool=str(call.get("tool") or ""),
-        stage="tool_call",
-        reasons=list(result["reasons"]),
-        rule=result.get("rule") or "",
-        detail={"call": call, "detail": result.get("detail", {})},
-        secret_keys=_secret(check, call),
-        run_id=run.get("run_id", ""),
-        thread_id=run.get("thread_id", ""),
-    )
+    event = {
+        "source": "toolcheck",
+        "decision": result["decision"],
+        "session": str(session.public_id),
+        "agent": call["agent"],
+        "tool": str(call.get("tool") or ""),
+        "stage": "tool_call",
+        "reasons": list(result["reasons"]),
+        "rule": result.get("rule") or "",
+        "detail": {"call": call, "detail": result.get("detail", {})},
+        "secret_keys": _secret(check, call),
+        "run_id": run.get("run_id", ""),
+        "thread_id": run.get("thread_id", ""),
+    }
+    if group:
+        from console import eventwriter
+        from console.services import _event_row
+
+        row = _event_row(organisation=actor.organisation, **event)
+        eventwriter.store(eventwriter.Job(organisation=actor.organisation, rows=[row]))
+    else:
+        event_record(organisation=actor.organisation, **event)
     return result
 
 

@@ -9,8 +9,8 @@ keep-alive, one request at a time each) for a fixed time after a warm-up, then b
 - `GET /v1/whoami`, the authenticated no-op: middleware, API-key authentication, DRF, JSON;
 - `POST /v1/firewall/evaluate`, a call the policy allows and records (its sequence rule reads it);
 - `POST /v1/sessions/{id}/check`, a refund the rulebook refuses, in a session with a 30-tool
-  catalogue (one session per client: a check locks its session's row, as one agent's calls are
-  serialised).
+  catalogue (one session per client, as each agent's calls come one at a time; a check with a
+  token, or one put to a person, locks its session's row).
 
 Two ratios to the no-op, both from the same run: "cost × no-op" is the endpoint's wall cost per
 request (1/throughput) over the no-op's, which moves with whatever else the machine runs; "CPU ×

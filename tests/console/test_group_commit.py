@@ -71,9 +71,9 @@ def _url() -> str:
 class Caller(threading.Thread):
     """One request in a thread of its own: its answer, or the exception it raised."""
 
-    def __init__(self, key: str, call: dict) -> None:
+    def __init__(self, key: str, call: dict, url: str = "/v1/firewall/evaluate") -> None:
         super().__init__(daemon=True)
-        self.key, self.call = key, call
+        self.key, self.call, self.url = key, call, url
         self.status: int | None = None
         self.answer: dict | None = None
         self.error: BaseException | None = None
@@ -83,9 +83,7 @@ class Caller(threading.Thread):
 
         client = Client(HTTP_AUTHORIZATION=f"Bearer {self.key}")
         try:
-            response = client.post(
-                "/v1/firewall/evaluate", json.dumps(self.call), "application/json"
-            )
+            response = client.post(self.url, json.dumps(self.call), "application/json")
             self.status, self.answer = response.status_code, response.json()
         except BaseException as exc:  # noqa: BLE001 - the test reads it
             self.error = exc
@@ -93,12 +91,12 @@ class Caller(threading.Thread):
             own.close()
 
 
-def _held(calls: list[dict], key: str) -> list[Caller]:
+def _held(calls: list[dict], key: str, url: str = "/v1/firewall/evaluate") -> list[Caller]:
     """The calls sent while the events table is locked: none answered meanwhile; then released.
     Returns the callers, finished."""
     with psycopg.connect(_url()) as lock:
         lock.execute("LOCK TABLE console_event IN EXCLUSIVE MODE")
-        callers = [Caller(key, call) for call in calls]
+        callers = [Caller(key, call, url) for call in calls]
         for caller in callers:
             caller.start()
         deadline = time.monotonic() + 30
@@ -214,3 +212,109 @@ def test_a_batch_written_again_on_a_new_connection_answers_at_once(key):
     assert again.status_code == 200 and again.json()["verdict"] == "allow"
     assert took < 10, f"answered after {took:.1f} s: the request waited for the write timeout"
     assert Event.objects.filter(tool="files.read").count() == 2
+
+
+# Tool checks: decided on one read without locking their session, the event grouped likewise;
+# a call to put to a person is decided again with the session locked.
+REFUSED = {
+    "tool": "refund_card",
+    "arguments": {"order_id": "4411", "amount": 40.0},
+    "origins": {"order_id": "typed", "amount": "typed"},
+    "context": {"order_paid": False},
+}
+TO_CONFIRM = {
+    **REFUSED,
+    "origins": {"order_id": "typed", "amount": "model"},
+    "context": {"order_paid": True},
+}
+
+
+@pytest.fixture
+def session(key):
+    from stalwart_agents import Agent
+
+    desk = Agent.from_file("examples/shop/agent.yaml")
+    body = {"agent": "billing", "catalogue": desk.catalogue(), "rulebook": desk.rules().record}
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    answer = client.post("/v1/sessions", json.dumps(body), "application/json")
+    assert answer.status_code == 201, answer.content
+    return answer.json()["id"]
+
+
+def test_concurrent_checks_are_committed_together_and_answered_only_after(key, session):
+    callers = _held(
+        [{**REFUSED, "run": {"run_id": f"r{i}"}} for i in range(6)],
+        key,
+        f"/v1/sessions/{session}/check",
+    )
+    assert [c.status for c in callers] == [200] * 6, [c.error for c in callers]
+    assert all(c.answer["decision"] == "refuse" for c in callers)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT xmin::text) FROM console_event WHERE source = 'toolcheck'"
+        )
+        events, transactions = cursor.fetchone()
+    assert events == 6 and transactions <= 2
+    assert {e.run_id for e in Event.objects.filter(source="toolcheck")} == {
+        f"r{i}" for i in range(6)
+    }
+
+
+def _row_locked(session_id: str):  # noqa: ANN202
+    """Another connection holding the session's row as a concurrent record would (FOR UPDATE)."""
+    other = psycopg.connect(_url())
+    other.execute("SELECT id FROM guard_guardsession WHERE public_id = %s FOR UPDATE", [session_id])
+    return other
+
+
+def test_a_check_is_answered_while_its_session_is_locked_and_a_confirm_waits_for_it(key, session):
+    from guard.models import ApprovalRequest
+
+    other = _row_locked(session)
+    try:
+        refused = Caller(key, REFUSED, f"/v1/sessions/{session}/check")
+        asked = [Caller(key, TO_CONFIRM, f"/v1/sessions/{session}/check") for _ in range(2)]
+        refused.start()
+        refused.join(timeout=30)
+        assert refused.status == 200 and refused.answer["decision"] == "refuse"
+        for caller in asked:
+            caller.start()
+        time.sleep(0.5)
+        # Filing an approval request takes the session's lock: one request for the same call
+        # asked twice at once, so neither is answered while another transaction holds it.
+        assert not any(c.status or c.error for c in asked)
+        assert not ApprovalRequest.objects.exists()
+    finally:
+        other.rollback()
+        other.close()
+    for caller in asked:
+        caller.join(timeout=30)
+    assert [c.status for c in asked] == [200, 200], [c.error for c in asked]
+    assert {c.answer["decision"] for c in asked} == {"confirm"}
+    assert asked[0].answer["approval"] == asked[1].answer["approval"]
+    assert ApprovalRequest.objects.count() == 1
+    assert list(
+        Event.objects.filter(source="toolcheck").order_by("id").values_list("decision", flat=True)
+    ) == ["refuse", "confirm", "confirm"]
+
+
+def test_a_grouped_check_event_is_the_event_a_direct_write_makes(key, session):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    call = {
+        **REFUSED,
+        "arguments": {**REFUSED["arguments"], "note": "api_key=sk-live-0123456789abcdef0123"},
+    }
+    url = f"/v1/sessions/{session}/check"
+    with override_settings(STALWART_EVENT_GROUP_COMMIT=False):
+        direct = client.post(url, json.dumps(call), "application/json")
+    assert eventwriter._writer is None
+    grouped = client.post(url, json.dumps(call), "application/json")
+    assert eventwriter._writer is not None
+    assert direct.status_code == grouped.status_code == 200
+    assert direct.json() == grouped.json()
+    first, second = Event.objects.filter(source="toolcheck").order_by("id")
+    skip = {"_state", "id", "at"}
+    assert {k: v for k, v in vars(first).items() if k not in skip} == {
+        k: v for k, v in vars(second).items() if k not in skip
+    }
+    assert "sk-live-0123456789abcdef0123" not in json.dumps(second.detail)
