@@ -477,8 +477,9 @@ _SETTINGS_ROW = ModelRows(
 
 @functools.cache
 def _check_sql(vendor: str, whole: bool, held: int, lock: bool) -> str:
-    """The check's one read, written out: the session (locked), its organisation's settings, and
-    whether the call's tool is switched off and the session held; `_control_flags`'s conditions."""
+    """The check's one read, written out: the session (locked with `lock`), its organisation's
+    settings, and whether the call's tool is switched off and the session held; `_control_flags`'s
+    conditions."""
     from django.db import connection
 
     switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
@@ -574,8 +575,8 @@ def _session_check(
     require(actor, "guard.check")
     call = _call(session, data)
     run = session_run_ids(data.get("run"))
-    # One statement reads the session (locked), its organisation's settings, and the switch and
-    # hold that apply to this call; the catalogue and rulebook only when no tool check is built
+    # One statement reads the session (locked, unless grouped), its organisation's settings, and
+    # the switch and hold that apply to this call; the catalogue and rulebook only when no tool check is built
     # from them yet (with the settings last seen for the organisation; if those changed, the
     # deferred fields are read once more).
     built = _is_built(

@@ -68,7 +68,7 @@ def _session(request, session_id):  # noqa: ANN001, ANN202
 
 
 def _session_named(request, session_id):  # noqa: ANN001, ANN202
-    """The session's identity only: the check reads the rest itself, locked, in one statement."""
+    """The session's identity only: the check reads the rest itself, in one statement."""
     actor = actor_for_request(request)
     require(actor, "guard.check")
     return actor, services.session_named(actor=actor, public_id=session_id)
