@@ -192,3 +192,14 @@ def store(job: Job) -> list[Any]:
     if current is None:
         raise RuntimeError("no event writer here: write in the caller's transaction")
     return current.write(job, float(settings.STALWART_EVENT_WRITE_TIMEOUT))
+
+
+def record(
+    organisation: Any, event: dict[str, Any] | None, also: Callable[[], None] | None = None
+) -> list[Any]:
+    """One decision's event (`console.services.event_record`'s fields; None: no event) and what
+    it writes beside it (`also`), through this process's writer: its events once committed."""
+    from console.services import _event_row
+
+    rows = [] if event is None else [_event_row(organisation=organisation, **event)]
+    return store(Job(organisation=organisation, rows=rows, also=also))

@@ -1029,14 +1029,10 @@ def _firewall_evaluate(
         event = _evaluated_event(call, result, in_shadow)
     if group and result["verdict"] != "require_approval":
         from console import eventwriter
-        from console.services import _event_row
 
         if event is not None or matches:
-            rows = [] if event is None else [_event_row(organisation=actor.organisation, **event)]
             also = (lambda: count_matches(matches)) if matches else None
-            eventwriter.store(
-                eventwriter.Job(organisation=actor.organisation, rows=rows, also=also)
-            )
+            eventwriter.record(actor.organisation, event, also=also)
         return result
     # Grouped, an approval request is written with its event in a transaction of its own here;
     # otherwise this is already inside the decision's transaction.

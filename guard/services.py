@@ -285,7 +285,7 @@ def session_create(
 
 # Who each session is, per process: its organisation and public id to its primary key and agent.
 # None of these ever changes for a session, so a check names its session without a statement; a
-# session deleted since is found missing by the check's own read (`_locked_for_check`).
+# session deleted since is found missing by the check's own read (`_read_for_check`).
 _NAMED_SIZE = 20_000
 _named: OrderedDict[tuple[int, str], tuple[int, str]] = OrderedDict()
 
@@ -368,7 +368,7 @@ def _controls(
 
     Agent and tool names are compared in their normal form (a switch set for `desk` holds for
     `Desk`); whether the tool reads is the catalogue's word. `flags` are the switch and the hold
-    as already read with the session (`_locked`), else they are read here.
+    as already read with the session (`_read_for_check`), else they are read here.
     """
     tool = str(call.get("tool") or "")
     if flags is None:
@@ -498,7 +498,7 @@ def _check_sql(vendor: str, whole: bool, held: int, lock: bool) -> str:
     )
 
 
-def _locked_for_check(
+def _read_for_check(
     actor: Actor, session: GuardSession, call: dict[str, Any], *, whole: bool, lock: bool = True
 ) -> tuple[GuardSession, OrganisationSettings | None, tuple[bool, bool]]:
     """The session (locked, unless `lock` is False), its organisation's settings and the call's
@@ -582,7 +582,7 @@ def _session_check(
     built = _is_built(
         str(session.public_id), actor.organisation.pk, _last_settings.get(actor.organisation.pk)
     )
-    session, organisation_settings, flags = _locked_for_check(
+    session, organisation_settings, flags = _read_for_check(
         actor, session, call, whole=not built, lock=not group
     )
     settings = _settings_of(organisation_settings)
@@ -638,10 +638,8 @@ def _session_check(
     }
     if group:
         from console import eventwriter
-        from console.services import _event_row
 
-        row = _event_row(organisation=actor.organisation, **event)
-        eventwriter.store(eventwriter.Job(organisation=actor.organisation, rows=[row]))
+        eventwriter.record(actor.organisation, event)
     else:
         event_record(organisation=actor.organisation, **event)
     return result
