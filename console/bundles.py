@@ -35,12 +35,11 @@ from django.utils import timezone
 from console import bundle_changes
 from console.access import Actor, require
 from console.bundle_changes import bundle_changed
+from console.controls import holds_in_force, switches_in_force
 from console.models import (
     BundleKeyGeneration,
     Organisation,
     OrganisationSettings,
-    SessionHold,
-    ToolSwitch,
 )
 from firewall.engine.names import name_key
 from stalwart_agents import bundle as bundles
@@ -243,8 +242,8 @@ def bundle_content(*, organisation: Organisation, agent: str = "") -> dict[str, 
     """What decides, for the organisation (and, with `agent`, only that agent's controls)."""
     from guard.models import WriteSwitch
 
-    holds = SessionHold.objects.filter(organisation=organisation, released_at=None)
-    switches = ToolSwitch.objects.filter(organisation=organisation, enabled_at=None)
+    holds = holds_in_force(organisation=organisation)
+    switches = switches_in_force(organisation=organisation)
     if agent:
         holds = holds.filter(agent=name_key(agent))
         switches = switches.filter(agent=name_key(agent))

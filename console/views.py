@@ -27,6 +27,7 @@ from console.access import (
     require,
 )
 from console.charts import stacked_bars
+from console.controls import holds_in_force, switches_in_force
 from console.forms import ApiKeyForm, InviteForm, RoleForm, SettingsForm
 from console.health import health_report, worker_status
 from console.models import (
@@ -85,8 +86,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         )
         counts.update({row["decision"]: row["n"] for row in rows})
     settings_obj = services.settings_get(organisation=actor.organisation)
-    holds = SessionHold.objects.filter(organisation=actor.organisation, released_at=None)
-    switches = ToolSwitch.objects.filter(organisation=actor.organisation, enabled_at=None)
+    holds = holds_in_force(organisation=actor.organisation)
+    switches = switches_in_force(organisation=actor.organisation)
     return render(
         request,
         "console/dashboard.html",

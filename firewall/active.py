@@ -37,9 +37,8 @@ from typing import Any
 from django.db import connection
 
 from console import bundle_changes
-from console.models import SessionHold, ToolSwitch
+from console.controls import Kept, kept_sql
 from console.statements import ModelRows, cursor, unchecked
-from firewall.engine.names import name_key
 from firewall.models import Policy, PolicyVersion
 
 #: Switched-off tools and held sessions an organisation may have outstanding and still be kept.
@@ -56,21 +55,21 @@ class Active:
     """An organisation's active policy (None: it has none) and its outstanding controls.
 
     `policy` carries `published_key` and `published_number`; it is shared by every call that
-    reads it, so nothing may change it. `switched` holds (agent, tool) and `held` (agent,
-    session), in the names' normal form; both None when there were too many to keep."""
+    reads it, so nothing may change it. `controls` are the switches and holds in force
+    (`console.controls.Kept`), None when there were too many to keep."""
 
     policy: Policy | None
-    switched: frozenset[tuple[str, str]] | None
-    held: frozenset[tuple[str, str]] | None
+    controls: Kept | None
 
     def flags(self, call: dict[str, Any]) -> tuple[bool, bool] | None:
         """The call's (tool switched off, session held); None when the controls were not kept."""
-        if self.switched is None or self.held is None:
+        if self.controls is None:
             return None
-        agent = name_key(str(call.get("agent", "")))
-        session = str(call.get("session", ""))
-        switched = (agent, name_key(str(call.get("tool", "")))) in self.switched
-        return switched, bool(session) and (agent, session) in self.held
+        return self.controls.flags(
+            agent=str(call.get("agent", "")),
+            tool=str(call.get("tool", "")),
+            session=str(call.get("session", "")),
+        )
 
 
 _lock = threading.Lock()
@@ -86,14 +85,7 @@ def _statements(vendor: str) -> tuple[str, str]:
         f"LEFT JOIN {PolicyVersion._meta.db_table} v ON v.id = p.published_id "
         f"WHERE p.organisation_id = %s AND p.active LIMIT 1"
     )
-    controls = (
-        f"SELECT 's', agent, tool FROM {ToolSwitch._meta.db_table} "
-        f"WHERE organisation_id = %s AND enabled_at IS NULL "
-        f"UNION ALL SELECT 'h', agent, session FROM {SessionHold._meta.db_table} "
-        f"WHERE organisation_id = %s AND released_at IS NULL AND session <> '' "
-        f"LIMIT {MAX_CONTROLS + 1}"
-    )
-    return policy, controls
+    return policy, kept_sql(MAX_CONTROLS + 1)
 
 
 def _read(organisation_id: int) -> Active:
@@ -111,10 +103,8 @@ def _read(organisation_id: int) -> Active:
             policy = POLICY_ROW.instance(row[: len(POLICY_ROW)], connection)
             policy.published_key, policy.published_number = row[len(POLICY_ROW) :]
         if len(controls) > MAX_CONTROLS:
-            return Active(policy, None, None)
-        switched = frozenset((agent, tool) for what, agent, tool in controls if what == "s")
-        held = frozenset((agent, session) for what, agent, session in controls if what == "h")
-        return Active(policy, switched, held)
+            return Active(policy, None)
+        return Active(policy, Kept.of(controls))
 
     return unchecked(read)
 

@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from console.controls import holds_in_force, switches_in_force
 from console.models import (
     SHARDS,
     Event,
@@ -468,9 +469,7 @@ def _set_off(event: Row, rule: SequenceRule, alert: Event) -> None:
     agent, tool = name_key(event.agent), name_key(event.tool)
     if (
         "hold_session" in actions
-        and not SessionHold.objects.filter(
-            organisation_id=org, agent=agent, session=event.session, released_at=None
-        ).exists()
+        and not holds_in_force(organisation_id=org, agent=agent, session=event.session).exists()
     ):
         SessionHold.objects.create(
             organisation_id=org,
@@ -481,9 +480,7 @@ def _set_off(event: Row, rule: SequenceRule, alert: Event) -> None:
         )
     if (
         "disable_tool" in actions
-        and not ToolSwitch.objects.filter(
-            organisation_id=org, agent=agent, tool=tool, enabled_at=None
-        ).exists()
+        and not switches_in_force(organisation_id=org, agent=agent, tool=tool).exists()
     ):
         ToolSwitch.objects.create(
             organisation_id=org, agent=agent, tool=tool, reason=reason, alert=alert

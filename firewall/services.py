@@ -22,10 +22,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from console import audit
+from console import audit, controls
 from console.access import Actor, require
 from console.bundle_changes import bundle_changed
-from console.models import Organisation, SessionHold, ToolSwitch
+from console.models import Organisation
 from console.services import audit_record, event_record
 from console.statements import fetch_one
 from console.tracing import decision_span
@@ -731,31 +731,25 @@ def active_policy(*, organisation) -> Policy | None:  # noqa: ANN001
 
 def _call_controls(actor: Actor, call: dict[str, Any], rows: Any) -> Any:
     """`rows`, each with the tool switch and the session hold that apply to the call."""
-    from guard.services import _control_flags
-
-    return _control_flags(
+    return controls.call_flags(
         rows,
         organisation_id=actor.organisation.pk,
         agent=str(call.get("agent", "")),
-        session=str(call.get("session", "")),
         tool=str(call.get("tool", "")),
+        session=str(call.get("session", "")),
     )
 
 
 @functools.cache
 def _active_sql(vendor: str) -> str:
     """The steady path's one statement, written out: the ORM took longer to build it than the
-    database took to answer it. The same conditions as `guard.services._control_flags`."""
+    database took to answer it. The controls are `console.controls`'s rule."""
     from django.db import connection
 
-    switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
     version = PolicyVersion._meta.db_table
     return (
         f"SELECT {POLICY_ROW.columns(connection, 'p')}, v.key, v.number, "
-        f"EXISTS (SELECT 1 FROM {switch} s WHERE s.organisation_id = %s AND s.agent = %s"
-        f" AND s.tool = %s AND s.enabled_at IS NULL), "
-        f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent = %s"
-        f" AND h.session = %s AND h.session <> '' AND h.released_at IS NULL) "
+        f"{controls.switched_sql('s')}, {controls.held_sql('h')} "
         f"FROM {Policy._meta.db_table} p LEFT JOIN {version} v ON v.id = p.published_id "
         f"WHERE p.organisation_id = %s AND p.active LIMIT 1"
     )
@@ -766,14 +760,12 @@ def _active_with_controls(actor: Actor, call: dict[str, Any]) -> Policy | None:
     `tool_switched` and `session_held`, in one statement."""
     from django.db import connection
 
-    organisation_id, agent = actor.organisation.pk, name_key(str(call.get("agent", "")))
+    organisation_id, agent = actor.organisation.pk, str(call.get("agent", ""))
     params = [
-        organisation_id,
-        agent,
-        name_key(str(call.get("tool", ""))),
-        organisation_id,
-        agent,
-        str(call.get("session", "")),
+        *controls.switched_params(organisation_id, agent, str(call.get("tool", ""))),
+        *controls.held_params(
+            organisation_id, controls.held_agents(agent), str(call.get("session", ""))
+        ),
         organisation_id,
     ]
     row = fetch_one(_active_sql(connection.vendor), params)

@@ -19,16 +19,14 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, Value
 from django.http import Http404
 
-from console import statements
+from console import controls, statements
 from console.access import Actor, require
-from console.models import OrganisationSettings, SessionHold, ToolSwitch
+from console.models import OrganisationSettings
 from console.services import event_record
 from console.statements import ModelRows, unchecked
 from console.tracing import decision_span
-from firewall.engine.names import name_key
 from guard import engine
 from guard.engine.execution import undo_plan
 from guard.models import GuardSession
@@ -373,13 +371,13 @@ def _controls(
     tool = str(call.get("tool") or "")
     if flags is None:
         flags = (
-            _control_flags(
+            controls.call_flags(
                 GuardSession.objects.filter(pk=session.pk),
                 organisation_id=actor.organisation.pk,
                 agent=str(call.get("agent") or session.agent),
-                held_agents=(session.agent,),
-                session=str(session.public_id),
                 tool=tool,
+                session=str(session.public_id),
+                also=(session.agent,),
             )
             .values_list("tool_switched", "session_held")
             .get()
@@ -397,42 +395,6 @@ def _controls(
     if held and writes and result["decision"] == "allow" and "confirmed" not in result["reasons"]:
         return {**result, "decision": "confirm", "reasons": [*result["reasons"], "session_held"]}
     return result
-
-
-def _control_flags(
-    rows: Any,
-    *,
-    organisation_id: int,
-    agent: str,
-    session: str,
-    tool: str,
-    held_agents: tuple[str, ...] = (),
-) -> Any:
-    """`rows` (a queryset), each with whether the tool is switched off for the agent making the
-    call (`tool_switched`) and whether the session is held (`session_held`) -- for that agent or
-    any of `held_agents` (the session's own, where a handoff continues it): in the same query.
-
-    Agent and tool names are compared in their normal form.
-    """
-    held = sorted({name_key(agent), *(name_key(a) for a in held_agents)})
-    agent = name_key(agent)
-    return rows.annotate(
-        tool_switched=Exists(
-            ToolSwitch.objects.filter(
-                organisation_id=organisation_id, agent=agent, tool=name_key(tool), enabled_at=None
-            )
-        ),
-        session_held=Exists(
-            SessionHold.objects.filter(
-                organisation_id=organisation_id,
-                agent__in=held,
-                session=session,
-                released_at=None,
-            )
-        )
-        if session
-        else Value(False),
-    )
 
 
 def _secret(check: engine.ToolCheck, call: dict[str, Any]) -> frozenset[str]:
@@ -478,20 +440,15 @@ _SETTINGS_ROW = ModelRows(
 @functools.cache
 def _check_sql(vendor: str, whole: bool, held: int, lock: bool) -> str:
     """The check's one read, written out: the session (locked with `lock`), its organisation's
-    settings, and whether the call's tool is switched off and the session held; `_control_flags`'s
-    conditions."""
+    settings, and whether the call's tool is switched off and the session held (`console.controls`'s
+    rule)."""
     from django.db import connection
 
-    switch, hold = ToolSwitch._meta.db_table, SessionHold._meta.db_table
     settings = OrganisationSettings._meta.db_table
-    agents = ", ".join(["%s"] * held)
     return (
         f"SELECT {_SESSION_ROWS[whole].columns(connection, 's')}, "
         f"{_SETTINGS_ROW.columns(connection, 'o')}, "
-        f"EXISTS (SELECT 1 FROM {switch} w WHERE w.organisation_id = %s AND w.agent = %s"
-        f" AND w.tool = %s AND w.enabled_at IS NULL), "
-        f"EXISTS (SELECT 1 FROM {hold} h WHERE h.organisation_id = %s AND h.agent IN ({agents})"
-        f" AND h.session = %s AND h.released_at IS NULL) "
+        f"{controls.switched_sql('w')}, {controls.held_sql('h', held)} "
         f"FROM {GuardSession._meta.db_table} s "
         f"LEFT JOIN {settings} o ON o.organisation_id = s.organisation_id "
         f"WHERE s.id = %s AND s.organisation_id = %s" + (" FOR UPDATE OF s" if lock else "")
@@ -505,19 +462,14 @@ def _read_for_check(
     switch and hold, in one statement; `Http404` for a session deleted since it was named."""
     from django.db import connection
 
-    agent = name_key(call["agent"])
-    held = sorted({agent, name_key(session.agent)})
+    held = controls.held_agents(call["agent"], session.agent)
     organisation_id = actor.organisation.pk
     sql = _check_sql(
         connection.vendor, whole, len(held), lock and connection.features.has_select_for_update_of
     )
     params = [
-        organisation_id,
-        agent,
-        name_key(str(call.get("tool") or "")),
-        organisation_id,
-        *held,
-        str(session.public_id),
+        *controls.switched_params(organisation_id, call["agent"], str(call.get("tool") or "")),
+        *controls.held_params(organisation_id, held, str(session.public_id)),
         session.pk,
         organisation_id,
     ]

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from console import services
 from console.access import actor_for_request, get_object_for_actor, require
 from console.api.views import ORG_PARAM
+from console.controls import holds_in_force, switches_in_force
 from console.models import SessionHold, ToolSwitch
 
 
@@ -70,16 +71,10 @@ class ControlsView(APIView):
                     _write(s) for s in WriteSwitch.objects.filter(organisation=org).order_by("tool")
                 ],
                 "holds": [
-                    _hold(h)
-                    for h in SessionHold.objects.filter(
-                        organisation=org, released_at=None
-                    ).order_by("-created_at")
+                    _hold(h) for h in holds_in_force(organisation=org).order_by("-created_at")
                 ],
                 "switches": [
-                    _switch(s)
-                    for s in ToolSwitch.objects.filter(organisation=org, enabled_at=None).order_by(
-                        "-created_at"
-                    )
+                    _switch(s) for s in switches_in_force(organisation=org).order_by("-created_at")
                 ],
             }
         )
