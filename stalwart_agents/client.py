@@ -990,9 +990,10 @@ class ConnectedSession(LocalSession):
         (`stage`, `skill`, `destination` as `POST /v1/firewall/evaluate` takes them): the
         published version that decides, then the bundle's switch and hold. Nothing is recorded;
         `SelectorUnavailableError` where the bundle cannot answer."""
-        found = self.feed.current()
         known = self.runtime.wired.catalogue.tools.get(tool)
         body = {"tool": tool, "arguments": dict(arguments), "agent": self.agent, **call}
+        # the switch and hold of the agent making the call (`agent=`: a handoff), in its bundle
+        found = connected.bundle_for(self.feed, str(body.get("agent") or ""), self.agent)
         return connected.firewall_decide(
             found,
             body,

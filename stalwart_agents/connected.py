@@ -308,6 +308,20 @@ def firewall_decide(
     return result
 
 
+def bundle_for(
+    feed: BundleFeed, agent: str, own: str, under: bundles.Bundle | None = None
+) -> bundles.Bundle:
+    """The current bundle holding `agent`'s switches and holds: `feed`'s (the bundle of `own`,
+    the agent it was fetched for; `under` where it was read already) when `agent` is `own`,
+    else `agent`'s own feed from the same client (`SelectorUnavailableError` where it cannot
+    answer)."""
+    from firewall.engine.names import name_key
+
+    if name_key(agent) == name_key(own):
+        return under if under is not None else feed.current()
+    return feed.client.feed(name_key(agent)).current()
+
+
 class BundleControls:
     """The bundle's controls, plugged into a `RuntimeSession` (`runtime.RuntimeSession.controls`)."""
 
@@ -359,9 +373,17 @@ class BundleControls:
         decision: Decision,
         under: bundles.Bundle,
     ) -> Decision:
-        """What sequence alerts switched on, after the check: they only make it stricter."""
+        """What sequence alerts switched on, after the check: they only make it stricter.
+
+        The rule is the console's check's (`console.controls`): the tool switched off for the
+        agent making the call, the session held for that agent or for the session's own (a
+        handoff continues the session). Another agent's switches and holds come in its own
+        bundle (the console sends each agent's), fetched the first time it calls; where that
+        bundle cannot answer, `SelectorUnavailableError` and nothing is decided."""
         tool = str(call.get("tool") or "")
-        if under.tool_switched(session.agent, tool):
+        agent = str(call.get("agent") or session.agent)
+        caller = self.bundle_of(agent, session.agent, under)
+        if caller.tool_switched(agent, tool):
             return Decision("refuse", ("tool_disabled",), {"tool": tool}, None)
         known = session.wired.catalogue.tools.get(tool)
         writes = known is None or known.kind != "read"
@@ -369,12 +391,17 @@ class BundleControls:
             writes
             and decision.decision == ALLOW
             and "confirmed" not in decision.reasons
-            and under.held(session.agent, session.session)
+            and (under.held(session.agent, session.session) or caller.held(agent, session.session))
         ):
             return Decision(
                 CONFIRM, (*decision.reasons, "session_held"), decision.detail, decision.rule
             )
         return decision
+
+    def bundle_of(self, agent: str, own: str, under: bundles.Bundle) -> bundles.Bundle:
+        """The bundle holding `agent`'s controls: `under` (the bundle of the session's agent,
+        `own`) for that agent, else the agent's own bundle, current."""
+        return bundle_for(self.feed, agent, own, under)
 
     def blocked(self, session: runtime.RuntimeSession, tool: str, write: bool) -> str | None:
         if write and not self.feed.current().writes_enabled(tool):

@@ -738,3 +738,77 @@ def test_a_console_with_too_many_long_polls_answers_at_once_and_the_runtime_keep
             print(f"{asked} bundle requests in 4.5 s; the hold reached the runtime in {took:.3f} s")
     finally:
         proxy.down()
+
+
+def handoff_catalogue() -> dict:
+    """`assistant` and `billing`, one conversation: billing is handed the session."""
+    catalogue = inbox_catalogue()
+    catalogue["agents"]["billing"] = {"tools": ["get_order", "cancel_refund", "save_note"]}
+    return catalogue
+
+
+def test_a_handoff_agents_switch_and_hold_stop_it_locally_as_on_the_console(console):  # noqa: ANN001
+    """A sequence alert raised on the events of the agent a session was handed to (its calls
+    carry its name) switches the tool off and holds the session for that agent: a local session
+    applies both to that agent's calls, as the console's check does."""
+    from console.models import ToolSwitch
+
+    tools = {"cancel_refund": lambda refund_id: {"ok": True}}
+    remote = Client(url=console["url"], api_key=console["key"]).session(
+        "assistant", catalogue=handoff_catalogue(), tools=tools
+    )
+    with local_client(console, wait=10.0) as client:
+        local = client.session("assistant", catalogue=handoff_catalogue(), tools=tools)
+        for session in (remote, local):
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+            check = session.check_tool_call("get_order", {"order_id": "A1"}, agent="billing")
+            assert check.decision == "allow", check
+        ToolSwitch.objects.create(
+            organisation=console["organisation"],
+            agent="billing",
+            tool="get_order",
+            reason="sequence rule matched",
+        )
+        # the console reads its rows at once; the local session within the bundle's long-poll
+        for session, within in ((remote, 0.1), (local, 2.0)):
+            until(
+                lambda session=session: (
+                    session.check_tool_call(
+                        "get_order", {"order_id": "A1"}, agent="billing"
+                    ).decision
+                    != "allow"
+                ),
+                within,
+            )
+            check = session.check_tool_call("get_order", {"order_id": "A1"}, agent="Billing")
+            assert (check.decision, check.reasons) == ("refuse", ["tool_disabled"]), session
+            # the session's own agent is not switched off
+            assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+
+
+def test_a_hold_of_the_agent_a_session_was_handed_to_holds_its_writes_locally(console):  # noqa: ANN001
+    """As the console's check does (`console.controls`: the calling agent's hold or the
+    session's own agent's, tests/console/test_controls_rule.py)."""
+    from console.models import SessionHold
+
+    tools = {"cancel_refund": lambda refund_id: {"ok": True}}
+    with local_client(console, wait=10.0) as client:
+        local = client.session("assistant", catalogue=handoff_catalogue(), tools=tools)
+
+        def undo(agent: str = "billing") -> tuple[str, list[str]]:
+            check = local.check_tool_call(
+                "cancel_refund", {"refund_id": "R1"}, compensation_of=1, agent=agent
+            )
+            return check.decision, check.reasons
+
+        refund_done(local)
+        assert undo() == ("allow", ["compensation"])
+        # What `hold_session` writes for an alert on billing's events in this session.
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="billing",
+            session=local.id,
+            reason="sequence rule `exfiltration` matched",
+        )
+        until(lambda: undo()[0] != "allow", 2.0)
+        assert undo() == ("confirm", ["compensation", "session_held"])
