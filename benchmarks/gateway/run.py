@@ -17,6 +17,9 @@ call (user + system, from /proc): the gateway process's, with one call in flight
 server started the same way). The in-process row's CPU (this process's) splits the gateway's:
 its own path (check, firewall, executor, record), the MCP client call to the upstream, and the
 rest, the MCP server side (reading, validating, dispatching and serialising the client's request).
+The SDK's floor is what one bare SDK client (this process's CPU per direct call) and one bare SDK
+server (the direct upstream's) cost: the gateway is one of each plus its own path, so its CPU
+cannot fall below that floor while both its hops are the SDK's.
 """
 
 from __future__ import annotations
@@ -129,13 +132,15 @@ async def _sides(plain, gated, calls: int, concurrency: int, pids: dict) -> tupl
         for client, name in sides:
             await client.call_tool(name, {"order_id": "A1"})
     times: tuple[list[float], list[float]] = ([], [])
+    client_cpu = [0.0, 0.0]  # this process's CPU seconds: the SDK's client, each side
     gateway_cpu = _cpu(pids.get("gateway"))
     upstream_cpu = [_cpu(pid) for pid in upstreams]
     for index in range(calls):
-        for (client, name), kept in zip(sides, times, strict=True):
-            began = time.perf_counter()
+        for number, ((client, name), kept) in enumerate(zip(sides, times, strict=True)):
+            used, began = time.process_time(), time.perf_counter()
             result = await client.call_tool(name, {"order_id": f"A{index}"})
             kept.append((time.perf_counter() - began) * 1000)
+            client_cpu[number] += time.process_time() - used
             if result.is_error:
                 raise SystemExit(f"{name} failed: {result.content}")
     gateway_cpu = (_cpu(pids.get("gateway")) - gateway_cpu) / calls * 1e6
@@ -143,7 +148,9 @@ async def _sides(plain, gated, calls: int, concurrency: int, pids: dict) -> tupl
         (_cpu(pid) - used) / calls * 1e6 for pid, used in zip(upstreams, upstream_cpu, strict=True)
     ]
     rows = []
-    for (client, name), kept, upstream in zip(sides, times, upstream_cpu, strict=True):
+    for (client, name), kept, upstream, own in zip(
+        sides, times, upstream_cpu, client_cpu, strict=True
+    ):
 
         async def worker(count: int, client=client, name=name) -> None:  # noqa: ANN001
             for index in range(count):
@@ -165,6 +172,8 @@ async def _sides(plain, gated, calls: int, concurrency: int, pids: dict) -> tupl
                 # CPU microseconds per call: the upstream's and, on the gateway's side, the
                 # gateway process's, one call in flight and `concurrency`
                 "upstream_cpu": upstream,
+                # the calling client's (the SDK's `Client`, in this process)
+                "client_cpu": own / calls * 1e6,
                 "gateway_cpu": gateway_cpu,
                 "gateway_cpu_parallel": (_cpu(pids.get("gateway")) - cpu) / count * 1e6,
             }
@@ -319,17 +328,22 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"| transport | gateway process, 1 in flight | gateway process, {args.concurrency} in "
         "flight | upstream, called directly | upstream, through the gateway | gateway / direct "
-        "upstream |"
+        "upstream | SDK client, direct call | SDK floor (client + upstream) | gateway / floor |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, direct_row, gateway_row in rows:
         if "gateway_cpu" not in gateway_row:
             continue
+        # The gateway is an SDK server to its client and an SDK client to its upstream: one
+        # bare server and one bare client (the direct side's) are what the SDK costs it at least.
+        floor = direct_row["client_cpu"] + direct_row["upstream_cpu"]
         print(
             f"| {name} | {gateway_row['gateway_cpu']:.0f} | "
             f"{gateway_row['gateway_cpu_parallel']:.0f} | {direct_row['upstream_cpu']:.0f} | "
             f"{gateway_row['upstream_cpu']:.0f} | "
-            f"{gateway_row['gateway_cpu'] / (direct_row['upstream_cpu'] or float('nan')):.2f} |"
+            f"{gateway_row['gateway_cpu'] / (direct_row['upstream_cpu'] or float('nan')):.2f} | "
+            f"{direct_row['client_cpu']:.0f} | {floor:.0f} | "
+            f"{gateway_row['gateway_cpu'] / (floor or float('nan')):.2f} |"
         )
     stdio = next(row for row in rows if row[0] == "stdio")[2]
     here = next(row for row in rows if row[0].startswith("in process"))
