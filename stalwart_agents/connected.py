@@ -382,7 +382,7 @@ class BundleControls:
         bundle cannot answer, `SelectorUnavailableError` and nothing is decided."""
         tool = str(call.get("tool") or "")
         agent = str(call.get("agent") or session.agent)
-        caller = self.bundle_of(agent, session.agent, under)
+        caller = bundle_for(self.feed, agent, session.agent, under)
         if caller.tool_switched(agent, tool):
             return Decision("refuse", ("tool_disabled",), {"tool": tool}, None)
         known = session.wired.catalogue.tools.get(tool)
@@ -397,11 +397,6 @@ class BundleControls:
                 CONFIRM, (*decision.reasons, "session_held"), decision.detail, decision.rule
             )
         return decision
-
-    def bundle_of(self, agent: str, own: str, under: bundles.Bundle) -> bundles.Bundle:
-        """The bundle holding `agent`'s controls: `under` (the bundle of the session's agent,
-        `own`) for that agent, else the agent's own bundle, current."""
-        return bundle_for(self.feed, agent, own, under)
 
     def blocked(self, session: runtime.RuntimeSession, tool: str, write: bool) -> str | None:
         if write and not self.feed.current().writes_enabled(tool):
