@@ -144,6 +144,11 @@ def _entry_tool(entry: Entry, server: ServerConfig, marks: ToolMarks) -> dict[st
     return tool
 
 
+#: The bare name under which the gateway records what a server's resources return
+#: (`<server>.__resources__`): a server's own tool of that name is never offered.
+CONTENT_TOOL = "__resources__"
+
+
 def build(
     config: GatewayConfig,
     listed: Mapping[str, list[Mapping[str, Any]]],
@@ -167,6 +172,14 @@ def build(
                 continue
             if full in entries:
                 log.warning("gateway: %s lists `%s` twice; the first is kept", server_name, bare)
+                continue
+            if bare == CONTENT_TOOL:
+                log.warning(
+                    "gateway: %s lists a tool named `%s`, the gateway's own name for what its "
+                    "resources return; not offered",
+                    server_name,
+                    bare,
+                )
                 continue
             marks = server.tools.get(bare, ToolMarks())
             kind, source = kind_of(server, marks, defined)

@@ -102,6 +102,12 @@ class Refusal(Exception):
         self.reasons = reasons
 
 
+class Unchecked(Refusal):
+    """A call not made that no check recorded (a withdrawn tool, a server down, a tool check or
+    firewall that cannot answer, an answer to an unknown question): `Gateway.call_tool` records it
+    as an event, on stderr and to the console."""
+
+
 @dataclass
 class Pending:
     """A confirm put to a modern client as an input request, waiting for its retry."""
@@ -498,7 +504,7 @@ class Gateway:
             if server.resources_outside:
                 tools.append(
                     {
-                        "name": f"{name}.__resources__",
+                        "name": f"{name}.{catalogue_builder.CONTENT_TOOL}",
                         "description": f"reading a resource or prompt of {name}",
                         "kind": "read",
                         "parameters": {
@@ -626,7 +632,7 @@ class Gateway:
             return
         if self.reporter is not None and upstream.failures != was_down:
             self.reporter.note()
-        raise Refusal(
+        raise Unchecked(
             ["upstream_unavailable"], upstream.down() or f"`{upstream.name}` is not connected"
         )
 
@@ -682,7 +688,10 @@ class Gateway:
                 return await self._resume(name, arguments, input_responses, request_state)
             return await self._call(name, arguments, elicit, input_required)
         except Refusal as refused:
-            log.info("gateway: %s not made: %s", name, ", ".join(refused.reasons) or refused)
+            if isinstance(refused, Unchecked):
+                self._note_refused(name, refused)
+            else:
+                log.info("gateway: %s not made: %s", name, ", ".join(refused.reasons) or refused)
             return error_result(refused.reasons, str(refused))
 
     # -- the person's turns ---------------------------------------------------------------------
@@ -700,12 +709,10 @@ class Gateway:
         try:
             heard = said.read_turns(value)
         except said.TurnsInvalid as exc:
-            refused = Refusal(
+            raise Unchecked(
                 ["turns_invalid"],
                 f"`{name}` was not made: the person's turns cannot be read: {exc}",
-            )
-            self._note_refused(name, refused)
-            raise refused from None
+            ) from None
         session = self.session
         if session is None:
             return  # the call is refused next, saying why (`_entry`)
@@ -720,7 +727,7 @@ class Gateway:
                     if turn.id is not None:
                         self.heard[turn.id] = None
             except (SelectorUnavailableError, RequestRefused) as exc:
-                raise Refusal(
+                raise Unchecked(
                     ["selector_unavailable"], f"the person's turns cannot be read: {exc}"
                 ) from None
         while len(self.heard) > MAX_HEARD:
@@ -749,25 +756,25 @@ class Gateway:
 
     def _entry(self, name: str) -> catalogue_builder.Entry | None:
         if self.session is None:
-            raise Refusal(
+            raise Unchecked(
                 ["selector_unavailable"], self.session_error or "the tool check cannot answer"
             )
         if self.firewall_error is not None:
-            raise Refusal(["firewall_unavailable"], self.firewall_error)
+            raise Unchecked(["firewall_unavailable"], self.firewall_error)
         if name in self.changed:
-            raise Refusal(
+            raise Unchecked(
                 ["withdrawn"],
                 f"`{name}` is withdrawn: its description or schema changed since it was approved "
                 "(stalwart gateway approve)",
             )
         entry = self.entries.get(name)
         if entry is not None and entry.withdrawn == "not_approved":
-            raise Refusal(
+            raise Unchecked(
                 ["withdrawn"],
                 f"`{name}` is withdrawn: it is not approved (stalwart gateway approve)",
             )
         if entry is not None and entry.withdrawn == "changed":
-            raise Refusal(
+            raise Unchecked(
                 ["withdrawn"],
                 f"`{name}` is withdrawn: its description or schema changed since it was approved "
                 "(stalwart gateway approve)",
@@ -784,21 +791,21 @@ class Gateway:
                 lambda: session.check_tool_call(name, arguments, **given)
             )
         except SelectorUnavailableError as exc:
-            raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+            raise Unchecked(["selector_unavailable"], f"the call was not made: {exc}") from None
         except RequestRefused as exc:
-            raise Refusal(
+            raise Unchecked(
                 ["selector_unavailable"], f"the console refused the check: {exc}"
             ) from None
 
     def _firewall(self, name: str, arguments: Mapping[str, Any]) -> Any:
         if self.firewall_error is not None:
-            raise Refusal(["firewall_unavailable"], self.firewall_error)
+            raise Unchecked(["firewall_unavailable"], self.firewall_error)
         if self.firewall is None:
             return None
         try:
             return self.firewall.evaluate({"tool": name, "arguments": dict(arguments)})
         except SelectorUnavailableError as exc:
-            raise Refusal(["firewall_unavailable"], str(exc)) from None
+            raise Unchecked(["firewall_unavailable"], str(exc)) from None
 
     async def _call(
         self, name: str, arguments: dict[str, Any], elicit: Elicit | None, input_required: bool
@@ -940,7 +947,7 @@ class Gateway:
         except ApprovalTimeout as exc:
             raise Refusal(reasons, f"`{name}` was not approved in time: {exc}") from None
         except (SelectorUnavailableError, RequestRefused, ValueError) as exc:
-            raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+            raise Unchecked(["selector_unavailable"], f"the call was not made: {exc}") from None
 
     def asked(self, name: str, arguments: Mapping[str, Any]) -> str:
         """The confirm question in words, as every door asks it, from the server's own
@@ -955,7 +962,7 @@ class Gateway:
         try:
             return approve(self.session, check, name, forwarded)
         except (SelectorUnavailableError, ValueError) as exc:
-            raise Refusal(
+            raise Unchecked(
                 ["selector_unavailable"], f"the approval cannot be signed: {exc}"
             ) from None
 
@@ -975,11 +982,11 @@ class Gateway:
     ) -> types.CallToolResult:
         pending = self.pending.pop(state, None)
         if pending is None or time.monotonic() - pending.created > PENDING_TTL:
-            raise Refusal(
+            raise Unchecked(
                 ["token_invalid"], f"`{name}`: the question it answers is unknown or expired"
             )
         if pending.tool != name or canonical_json(pending.arguments) != canonical_json(arguments):
-            raise Refusal(["token_mismatch"], f"`{name}`: the answer is for another call")
+            raise Unchecked(["token_mismatch"], f"`{name}`: the answer is for another call")
         answer = (responses or {}).get(CONFIRM_KEY)
         if hasattr(answer, "model_dump"):
             answer = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -989,6 +996,27 @@ class Gateway:
         await self._reachable(name)
         token = self._token(pending.check, name, pending.forwarded)
         return await self._run(name, pending.forwarded, token, entry)
+
+    def _last_look(self, name: str, arguments: Mapping[str, Any], *, asked: bool) -> None:
+        """Just before a call is checked by the executor and forwarded: the tool is still offered
+        as approved (a `tools/list`, or its server connecting again, may have withdrawn it since
+        it was looked up: the reconnection a call itself asked for included) and, after a person's yes
+        (which may take minutes), the firewall as it is now still lets these arguments through."""
+        self._entry(name)
+        if not asked:
+            return
+        verdict = self._firewall(name, arguments)
+        if verdict is None:
+            return
+        cleaned = verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping)
+        if verdict.decision == "refuse" or (
+            cleaned and canonical_json(dict(verdict.arguments)) != canonical_json(dict(arguments))
+        ):
+            rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
+            raise Unchecked(
+                [f"firewall: {rule}"],
+                f"`{name}` is denied by the firewall, which changed while the person was asked",
+            )
 
     async def _run(
         self,
@@ -1008,6 +1036,7 @@ class Gateway:
         assert session is not None
         if entry is None:  # the check allowed a tool no server offers: never forwarded
             raise Refusal(["unknown_tool"], f"`{name}` is not a tool of these servers")
+        self._last_look(name, arguments, asked=token is not None)
         upstream = self.upstreams[entry.server]
         returned: dict[int, tuple[Any, types.CallToolResult]] = {}
 
@@ -1035,13 +1064,13 @@ class Gateway:
                         )
                     )
             except SelectorUnavailableError as exc:
-                raise Refusal(["selector_unavailable"], f"the call was not made: {exc}") from None
+                raise Unchecked(["selector_unavailable"], f"the call was not made: {exc}") from None
             except RequestRefused as exc:
-                raise Refusal(
+                raise Unchecked(
                     ["selector_unavailable"], f"the console refused the call: {exc}"
                 ) from None
             except Exception as exc:  # noqa: BLE001 - the runtime could not answer: fail closed
-                raise Refusal(
+                raise Unchecked(
                     ["selector_unavailable"], f"`{name}`: the tool check could not answer: {exc}"
                 ) from None
         kind = outcome.get("outcome")
@@ -1076,7 +1105,7 @@ class Gateway:
             return
         content = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            self.session.record(f"{server}.__resources__", {"uri": uri}, content)
+            self.session.record(f"{server}.{catalogue_builder.CONTENT_TOOL}", {"uri": uri}, content)
         except Exception as exc:  # noqa: BLE001 - unrecorded outside content must not be handed on
             raise Refusal(
                 ["selector_unavailable"], f"the content cannot be recorded: {exc}"

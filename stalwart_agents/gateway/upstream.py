@@ -171,8 +171,9 @@ class Upstream:
             transport, read_timeout_seconds=self.config.timeout, cache=None, mode="auto"
         )
         async with client:
-            self.client = client
-            self.tools = await self.list_tools()
+            # Listed and held against the pins (`on_connect`) before any call may use it: a
+            # server back with a changed tool is never called in between.
+            self.tools = await self.list_tools(client)
             self.error = None
             self.failures = 0
             self.connections += 1
@@ -180,6 +181,7 @@ class Upstream:
                 log.info("gateway: the server `%s` is connected again", self.name)
             if self.on_connect is not None:
                 await self.on_connect(self)
+            self.client = client
             self._connecting = False
             self.ready.set()
             self._signal()
@@ -192,9 +194,10 @@ class Upstream:
                 group.start_soon(stop_on, self._stop)
                 group.start_soon(stop_on, self._lose)
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        """The server's tools now, as pinned definitions (every page, within bounds)."""
-        client = self.connected()
+    async def list_tools(self, client: mcp.Client | None = None) -> list[dict[str, Any]]:
+        """The server's tools now, as pinned definitions (every page, within bounds); through
+        `client` while the connection is being opened, else the open one."""
+        client = client or self.connected()
         tools: list[dict[str, Any]] = []
         cursor = None
         with anyio.fail_after(self.config.timeout):
