@@ -24,6 +24,7 @@ from django.utils import timezone
 from console.access import CAPABILITIES, Actor, require
 from console.models import Membership, OrganisationSettings
 from console.services import audit_record, event_record
+from guard.engine.check import SECRET as SECRET_SHOWN
 from guard.models import ApprovalRequest, GuardSession
 
 
@@ -140,7 +141,16 @@ def firewall_request_create(
 
 
 #: What a runtime deciding in the agent's process sends when it files a request.
-RUNTIME_FIELDS = {"agent", "session", "call", "reasons", "origins", "history_at", "user"}
+RUNTIME_FIELDS = {
+    "agent",
+    "session",
+    "call",
+    "reasons",
+    "origins",
+    "history_at",
+    "user",
+    "secret",
+}
 
 
 def _runtime_request(data: Any) -> dict[str, Any]:
@@ -177,6 +187,11 @@ def _runtime_request(data: Any) -> dict[str, Any]:
         errors["history_at"] = ["the length of the session's history when the call was checked"]
     if not isinstance(data.get("user", ""), str):
         errors["user"] = ["the person the call is for"]
+    secret = data.get("secret", [])
+    if not isinstance(secret, list) or not all(
+        isinstance(name, str) and len(name) <= 200 for name in secret
+    ):
+        errors["secret"] = ["the names of the arguments the catalogue marks secret"]
     if errors:
         raise ValidationError(errors)
     return data
@@ -193,6 +208,13 @@ def runtime_request_create(*, actor: Actor, data: Any) -> ApprovalRequest:
     require(actor, "guard.check")
     data = _runtime_request(data)
     call = {**data["call"], "agent": data["agent"]}
+    # The arguments the runtime's catalogue marks secret are shown masked (`shown_arguments`),
+    # as the check's own view shows them for a request the console's check filed.
+    masked = {
+        name: {"value": SECRET_SHOWN}
+        for name in data.get("secret") or ()
+        if name in (call.get("arguments") or {})
+    }
     return ApprovalRequest.objects.create(
         organisation=actor.organisation,
         source="runtime",
@@ -201,7 +223,7 @@ def runtime_request_create(*, actor: Actor, data: Any) -> ApprovalRequest:
         call=call,
         origins=dict(data.get("origins") or {}),
         reasons=list(data.get("reasons") or []),
-        detail={"session": data["session"]},
+        detail={"session": data["session"], **({"arguments": masked} if masked else {})},
         history_at=data["history_at"],
         **_asked_by(actor),
         requested_for=str(data.get("user") or "")[:150],

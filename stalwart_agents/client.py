@@ -1017,18 +1017,25 @@ class ConnectedSession(LocalSession):
                 for name, item in (detail.get("origins") or {}).items()
                 if isinstance(item, Mapping)
             }
+            tool = str(pending.call.get("tool") or "")
+            known = self.runtime.wired.catalogue.tools.get(tool)
+            agent = str(pending.call.get("agent") or self.agent)
             answer = self.client.post(
                 "/v1/approvals",
                 {
-                    "agent": self.agent,
+                    "agent": agent,
                     "session": self.id,
                     "call": {
-                        "tool": pending.call.get("tool"),
+                        "tool": tool,
                         "arguments": dict(pending.call.get("arguments") or {}),
                     },
                     "reasons": list(pending.decision.reasons),
                     "origins": origins,
                     "history_at": at,
+                    # shown to approvers masked, as the console's own requests show them
+                    "secret": sorted(known.secret) if known is not None else [],
+                    # the person the call is for, who may not answer it
+                    "user": pending.user,
                 },
             )
             filed = self._filed[pending.id] = str(answer["id"])
@@ -1041,11 +1048,12 @@ class ConnectedSession(LocalSession):
             grant = connected.bundles.verify_grant(token, self.feed.key)
         except connected.bundles.BundleRefused as exc:
             raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
+        agent = str(pending.call.get("agent") or self.agent)
         wanted = {
             "approval": filed,
-            "agent": self.agent,
+            "agent": agent,
             "session": self.id,
-            "call": connected.bundles.call_digest({**pending.call, "agent": self.agent}),
+            "call": connected.bundles.call_digest({**pending.call, "agent": agent}),
             # The person approved the call at the point it was asked at: a session that went on
             # meanwhile would sign the token at another point, which nobody approved.
             "history_at": len(self.runtime.history),

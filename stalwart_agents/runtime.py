@@ -613,6 +613,7 @@ class Pending:
     call: dict[str, Any]
     decision: Decision
     status: str = "pending"
+    user: str = ""  # the person the call is for (`execute(user=...)`): never its approver
 
 
 @dataclass
@@ -778,6 +779,7 @@ class RuntimeSession:
         outcome: Mapping[str, Any] | None = None,
     ) -> None:
         """Hand one record to the sink; a sink that fails keeps it here, never the decision."""
+        known = self.wired.catalogue.tools.get(str(call.get("tool") or ""))
         record = decision_record(
             kind,
             call,
@@ -787,6 +789,7 @@ class RuntimeSession:
             agent=str(call.get("agent") or self.agent or ""),
             policy_version=self.policy_version,
             outcome=outcome,
+            secret_keys=known.secret if known is not None else frozenset(),
         )
         self.unlogged.append(record)
         sink = self.sink
@@ -938,7 +941,7 @@ class RuntimeSession:
         door's own refusal does, undoing nothing (a door that lets the executor's check be its
         only one: the MCP gateway); a block or a failure still undoes.
         """
-        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal)
+        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal, user)
         if ended is not None:
             return ended
         runner = _as_function(function) if function is not None else self.function(tool)
@@ -967,7 +970,7 @@ class RuntimeSession:
         CPU and run where the caller is, so a door on an event loop (the MCP gateway) makes no
         thread hop per call. The caller serialises calls of one session.
         """
-        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal)
+        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal, user)
         if ended is not None:
             return ended
         from stalwart_agents.client import execute_here_async
@@ -986,8 +989,10 @@ class RuntimeSession:
         arguments: Mapping[str, Any],
         given: Mapping[str, Any],
         undo_on_refusal: bool = True,
+        user: str = "",
     ) -> tuple[dict[str, Any], Decision, dict[str, Any] | None]:
-        """The call and its decision, with the outcome when it is not to run (refused, confirm)."""
+        """The call and its decision, with the outcome when it is not to run (refused, confirm:
+        its request remembers `user`, the person the call is for)."""
         call = self.call_of(tool, arguments, **given)
         options = {k: given[k] for k in OPTIONS if k in given}
         decision = self.check_call(call, rechecked=True, **options)
@@ -1004,6 +1009,9 @@ class RuntimeSession:
             }
             return call, decision, self._undo_into(outcome) if undo_on_refusal else outcome
         if decision.decision == CONFIRM:
+            asked = self.pending.get(str(decision.detail.get("approval")))
+            if asked is not None and user:
+                asked.user = str(user)
             return (
                 call,
                 decision,
@@ -1146,6 +1154,7 @@ def decision_record(
     policy_version: str | int | None = None,
     outcome: Mapping[str, Any] | None = None,
     at: float | None = None,
+    secret_keys: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """One decision-log record: JSON-able, redacted, with a unique id and its place in the session.
 
@@ -1180,7 +1189,8 @@ def decision_record(
         "rule": decision.rule or "",
         "policy_version": version if isinstance(version, (str, int)) else None,
         "outcome": str(outcome.get("outcome")) if outcome is not None else None,
-        "detail": redact_jsonable(detail),
+        # The arguments the catalogue marks secret are masked, as in the console's own events.
+        "detail": redact_jsonable(detail, secret_keys=secret_keys),
     })  # fmt: skip
     # JSON's own types only, written ASCII: the text's length is its size in bytes.
     text = json.dumps(record, separators=(",", ":"))
@@ -1242,6 +1252,9 @@ def open_from_bundle(
     controls = connected.BundleControls(
         feed, catalogue=sealed, rulebook=sealed_rulebook, own=dict(own or {}), key=key
     )
+    # The tenant is the organisation the bundle is signed for (its slug), as the console's
+    # executor takes it from the authenticated identity: never an argument, never "local".
+    state.setdefault("tenant", found.organisation)
     return open_session(
         agent,
         catalogue=sealed,

@@ -318,8 +318,8 @@ class ApprovalListView(APIView):
     )
     def post(self, request):  # noqa: ANN001, ANN201
         """File a call a runtime deciding in the agent's process holds for a person:
-        `{agent, session, call, reasons, origins, history_at, user}`. Once approved, its `token`
-        is a grant signed with the organisation's bundle key for exactly that call."""
+        `{agent, session, call, reasons, origins, history_at, user, secret}`. Once approved, its
+        `token` is a grant signed with the organisation's bundle key for exactly that call."""
         from django.core.exceptions import ValidationError as DjangoValidationError
 
         actor = actor_for_request(request)
