@@ -247,6 +247,7 @@ class ChatExecutor:
             session=history.session,
             agent=conversation.router.owner_of(tool) or "",
             user=self.user,
+            idempotent=bool(known is not None and known.idempotent),
         )
         if outcome["outcome"] != "SUCCEEDED":
             raise ExecutionFailed(outcome)

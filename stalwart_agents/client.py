@@ -634,8 +634,8 @@ def _call_body(tool: str, arguments: Mapping[str, Any], origins, labels) -> dict
 
 
 Tool = Callable[[dict[str, Any], ExecutionContext], Any]
-#: The outcomes after which the run's earlier writes are undone, last first.
-UNDO_AFTER = frozenset({"REFUSED", "REJECTED", "BLOCKED", "FAILED"})
+#: The outcomes after which the run's earlier writes are undone (the runtime's rule).
+UNDO_AFTER = runtime.UNDO_AFTER
 Authorize = Callable[[dict[str, Any], ExecutionContext], bool]
 
 
@@ -653,6 +653,7 @@ def execute_here(
     user: str = "",
     authorize: Authorize | None = None,
     confirm: bool = False,
+    idempotent: bool = False,
 ) -> dict[str, Any]:
     """The executor's rules in this process, for a call the tool check did not refuse.
 
@@ -662,10 +663,23 @@ def execute_here(
     tool is not called. Then tenancy and the domain's `authorize` (`BLOCKED`), a `confirm` that
     nobody here can answer (`CONFIRM`, nothing run), and the tool, a timeout retried with the same
     key. The caller records in its history what ran (`SUCCEEDED` without `suppressed`); the ledger
-    keeps the result under the key.
+    keeps the result under the key. A write whose every attempt timed out may have had its effect:
+    its key is kept as `Claimed`, and the same write again is `UNCERTAIN` (`effect_uncertain`),
+    never called again, unless the catalogue marks the tool `idempotent` (the console's rule).
     """
     begun = _begin_here(
-        ledger, entries, tool, arguments, write, tenant, session, agent, user, authorize, confirm
+        ledger,
+        entries,
+        tool,
+        arguments,
+        write,
+        tenant,
+        session,
+        agent,
+        user,
+        authorize,
+        confirm,
+        idempotent,
     )
     if isinstance(begun, dict):
         return begun
@@ -686,10 +700,22 @@ async def execute_here_async(
     agent: str,
     user: str = "",
     authorize: Authorize | None = None,
+    idempotent: bool = False,
 ) -> dict[str, Any]:
     """`execute_here` for a coroutine function: the same rules, the tool awaited on the loop."""
     begun = _begin_here(
-        ledger, entries, tool, arguments, write, tenant, session, agent, user, authorize, False
+        ledger,
+        entries,
+        tool,
+        arguments,
+        write,
+        tenant,
+        session,
+        agent,
+        user,
+        authorize,
+        False,
+        idempotent,
     )
     if isinstance(begun, dict):
         return begun
@@ -709,6 +735,7 @@ def _begin_here(  # noqa: PLR0913 - the executor's inputs, as execute_here takes
     user: str,
     authorize: Authorize | None,
     confirm: bool,
+    idempotent: bool = False,
 ) -> dict[str, Any] | ExecutionContext:
     """The outcome when the tool is not to be called, else the context to call it with."""
     key = ""
@@ -720,7 +747,11 @@ def _begin_here(  # noqa: PLR0913 - the executor's inputs, as execute_here takes
             arguments=arguments,
             step=execution.intent_step(entries, tool, arguments),
         )
-        if key in ledger:
+        claimed = isinstance(ledger.get(key), Claimed)
+        if claimed and not idempotent:
+            # An attempt before this one may have had its effect, and the tool cannot tell.
+            return {"outcome": "UNCERTAIN", "key": key, "reasons": ["effect_uncertain"]}
+        if key in ledger and not claimed:
             return {
                 "outcome": "SUCCEEDED",
                 "key": key,
@@ -743,7 +774,16 @@ def _begin_here(  # noqa: PLR0913 - the executor's inputs, as execute_here takes
     return ctx
 
 
+@dataclass(frozen=True)
+class Claimed:
+    """A write's key in the ledger whose every attempt timed out: its effect is unknown."""
+
+    error: str = ""
+
+
 def _end_here(ledger: dict[str, Any], key: str, status: str, value: Any) -> dict[str, Any]:
+    if status == "uncertain" and key:
+        ledger[key] = Claimed(str(value or ""))
     if status in ("blocked", "failed", "uncertain"):
         kind = {"blocked": "BLOCKED", "failed": "FAILED", "uncertain": "UNCERTAIN"}[status]
         return {"outcome": kind, "key": key, "reasons": [status], "detail": {"error": value}}

@@ -605,6 +605,11 @@ def _as_function(function: Callable[..., Any]) -> Function:
     return as_tool(function)
 
 
+#: The outcomes after which a run's earlier writes are undone, last first (not `UNCERTAIN`: the
+#: write may have had its effect, and a guess undoes nothing).
+UNDO_AFTER = frozenset({"REFUSED", "REJECTED", "BLOCKED", "FAILED"})
+
+
 @dataclass
 class Pending:
     """A call a person is asked about: the exact call their yes signs a token for."""
@@ -1078,6 +1083,7 @@ class RuntimeSession:
             "agent": str(call.get("agent") or self.agent),
             "user": user,
             "authorize": authorize,
+            "idempotent": bool(known is not None and known.idempotent),
         }
 
     def _after_run(
@@ -1091,6 +1097,10 @@ class RuntimeSession:
             outcome["reasons"] = list(decision.reasons)
             if decision.detail.get("run"):
                 outcome["detail"] = {"run": dict(decision.detail["run"])}
+            return outcome
+        if outcome["outcome"] not in UNDO_AFTER:
+            # `UNCERTAIN`: the write may have had its effect; the run is not undone on a guess
+            # (the console's rule). A person decides what to do with it.
             return outcome
         return self._undo_into(outcome)
 
