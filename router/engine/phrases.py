@@ -15,6 +15,18 @@ from typing import Any
 QUESTION_WHAT_CHARS = 200
 QUESTION_VALUE_CHARS = 120
 
+
+def visible(text: str) -> str:
+    """`text` with every character that is not printable (a line break, a tab, a control or
+    direction mark) written as its escape, so a value can never start a line of its own in a
+    question or turn what follows it around."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
 PHRASES: dict[str, dict[str, str]] = {
     "en": {
         "say_again": "Sorry, I could not read that. Could you say it again in other words?",
@@ -204,7 +216,7 @@ class Phrases:
         elif isinstance(value, (int, float)):
             text = self.number(value)
         elif isinstance(value, str):
-            text = value
+            text = visible(value)
         else:
             text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
         if len(text) > QUESTION_VALUE_CHARS:

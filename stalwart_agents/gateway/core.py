@@ -48,6 +48,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from guard.engine import canonical_json
+from router.engine.phrases import visible
 from stalwart_agents.client import (
     ApprovalDenied,
     ApprovalTimeout,
@@ -129,9 +130,14 @@ def error_result(reasons: list[str], message: str) -> types.CallToolResult:
     )
 
 
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+def _shown(value: Any) -> tuple[str, int]:
+    """A value as the question shows it (every character visible), and how many characters of
+    it are not shown."""
+    text = visible(json.dumps(value, ensure_ascii=False, default=str))
+    left = max(0, len(text) - MAX_SHOWN)
+    if not left:
+        return text, 0
+    return f"{text[:MAX_SHOWN]}... ({left} more characters not shown)", left
 
 
 def question(
@@ -145,24 +151,31 @@ def question(
     origins = check.detail.get("origins") if isinstance(check.detail.get("origins"), dict) else {}
     lines = [asked] if asked else []
     lines += [f"Stalwart holds a call for your yes: {tool}", f"Why: {', '.join(reasons)}"]
+    cut = 0
     if arguments:
         lines.append("Arguments:")
         for name, value in arguments.items():
             held = shown.get(name) if shown is not None else None
             where = None
-            text = _shown(value)
+            text, left = _shown(value)
             if isinstance(held, Mapping):
                 # the check's own view: a secret argument is shown masked, with its origin
-                text = _shown(held.get("value", value))
+                text, left = _shown(held.get("value", value))
                 where = held.get("origin")
+            cut += left
             origin = origins.get(name)
             if isinstance(origin, Mapping):
                 where = origin.get("origin", where)
             label = ORIGIN_WORDS.get(str(where), str(where)) if where else None
-            lines.append(f"  {name} = {text}" + (f"  ({label})" if label else ""))
+            lines.append(f"  {visible(str(name))} = {text}" + (f"  ({label})" if label else ""))
     labels = check.detail.get("labels")
     if labels:
         lines.append(f"Outside content read earlier in this session: {', '.join(labels)}")
+    if cut:
+        lines.append(
+            f"Not shown: {cut} characters of values too long to show here, which run with the "
+            "rest. Say no unless you know what they hold."
+        )
     lines.append("Yes runs it once, with exactly these arguments; no runs nothing.")
     return "\n".join(lines)
 
