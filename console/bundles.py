@@ -46,9 +46,6 @@ from stalwart_agents import bundle as bundles
 
 #: The longest a long-poll waits (`?wait=` is bounded to it).
 MAX_WAIT = 30.0
-#: At most this many holds and switches travel in one bundle (the newest first).
-MAX_CONTROLS = 10_000
-
 
 #: How long the previous key is still listed after a rotation (seconds; `STALWART_BUNDLE_KEY_GRACE`).
 KEY_GRACE = 7 * 86_400.0
@@ -256,16 +253,19 @@ def bundle_content(*, organisation: Organisation, agent: str = "") -> dict[str, 
             .order_by("tool")
             .values_list("tool", "writes_enabled")
         ),
+        # At most `bundles.MAX_CONTROLS` holds and switches are what a runtime decides from: one
+        # more is sent where there are more, and the runtime refuses such a bundle (fails closed)
+        # rather than decide without the holds it was not sent.
         "holds": [
             {"agent": a, "session": s}
             for a, s in holds.order_by("agent", "session").values_list("agent", "session")[
-                :MAX_CONTROLS
+                : bundles.MAX_CONTROLS + 1
             ]
         ],
         "switches": [
             {"agent": a, "tool": t}
             for a, t in switches.order_by("agent", "tool").values_list("agent", "tool")[
-                :MAX_CONTROLS
+                : bundles.MAX_CONTROLS + 1
             ]
         ],
     }

@@ -47,6 +47,9 @@ ALGORITHM = "ed25519"
 FIELDS = ("format", "organisation", "agent", "version", "issued_at", "content", "signature")
 #: What `content` holds; each is always present (empty when the console holds none).
 CONTENT = ("settings", "firewall", "rulebooks", "writes", "holds", "switches")
+#: The most holds (and switches) a bundle may carry: the console sends one more where there are
+#: more, and such a bundle is refused, so nothing is decided without a hold it left out.
+MAX_CONTROLS = 10_000
 
 
 class BundleRefused(Exception):
@@ -323,6 +326,11 @@ def _well_formed(envelope: Any) -> Mapping[str, Any]:
 def _pairs(items: Any, first: str, second: str, what: str) -> frozenset[tuple[str, str]]:
     if not isinstance(items, list):
         raise BundleRefused(f"bundle.content.{what}: is a list")
+    if len(items) > MAX_CONTROLS:
+        raise BundleRefused(
+            f"bundle.content.{what}: more than {MAX_CONTROLS:,} in force, more than a runtime "
+            "decides from; release some on the console"
+        )
     found = set()
     for index, item in enumerate(items):
         if not isinstance(item, Mapping) or not all(

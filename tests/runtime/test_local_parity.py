@@ -144,3 +144,43 @@ def test_a_tool_runs_under_the_organisations_tenant_as_on_the_console(console): 
     slug = console["organisation"].slug
     assert outcomes["local"] == outcomes["console"]
     assert seen and set(seen) == {slug}
+
+
+def test_more_holds_than_a_bundle_carries_make_the_runtime_fail_closed(console, monkeypatch):  # noqa: ANN001, F811
+    """A hold the bundle would leave out could let a held write through: no deciding instead."""
+    from console.models import SessionHold
+    from stalwart_agents import bundle
+    from stalwart_agents.client import SelectorUnavailableError
+
+    monkeypatch.setattr(bundle, "MAX_CONTROLS", 3)
+    with local_client(console, wait=10.0) as client:
+        local = client.session("assistant", catalogue=inbox_catalogue())
+        local.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        assert local.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+        SessionHold.objects.bulk_create(
+            [
+                SessionHold(
+                    organisation=console["organisation"],
+                    agent="assistant",
+                    session=f"s-{n}",
+                    reason="sequence rule matched",
+                )
+                for n in range(3)
+            ]
+        )
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="assistant",
+            session="s-9",
+            reason="sequence rule matched",
+        )  # the fourth, announced
+
+        def refuses() -> bool:
+            try:
+                local.check_tool_call("get_order", {"order_id": "A1"})
+            except SelectorUnavailableError as exc:
+                assert "more than 3 in force" in str(exc)
+                return True
+            return False
+
+        until(refuses, 5.0)
