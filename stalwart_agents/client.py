@@ -196,7 +196,11 @@ class Client:
 
     def feed(self, agent: str = "") -> connected.BundleFeed:
         """The bundle feed of one agent, started on first use (`SelectorUnavailableError` when
-        the first bundle cannot be fetched or does not verify)."""
+        the first bundle cannot be fetched or does not verify). Agents are named in their normal
+        form, as the console makes each agent's bundle (`Desk` and `desk` share one)."""
+        from firewall.engine.names import name_key
+
+        agent = name_key(agent) if agent else ""
         with self._feeds_lock:
             found = self._feeds.get(agent)
             if found is None:

@@ -184,3 +184,16 @@ def test_more_holds_than_a_bundle_carries_make_the_runtime_fail_closed(console, 
             return False
 
         until(refuses, 5.0)
+
+
+def test_an_agent_named_with_capitals_decides_locally_as_on_the_console(console):  # noqa: ANN001, F811
+    catalogue = inbox_catalogue()
+    catalogue["agents"]["Assistant"] = catalogue["agents"].pop("assistant")
+    remote = Client(url=console["url"], api_key=console["key"]).session(
+        "Assistant", catalogue=catalogue
+    )
+    with local_client(console) as client:
+        local = client.session("Assistant", catalogue=catalogue)
+        for session in (remote, local):
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+            assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
