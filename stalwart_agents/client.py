@@ -325,6 +325,13 @@ class Client:
                     400, {"rulebook": ["this organisation accepts compiled rulebook records only"]}
                 )
             rulebook = _compiled(rulebook)
+        elif isinstance(rulebook, Mapping):
+            # A record is checked as the console checks one a session is opened with.
+            from rulebooks import compiler
+
+            problems = compiler.record_problems(rulebook)
+            if problems:
+                raise RequestRefused(400, {"rulebook": problems})
         try:
             opened = runtime.open_from_bundle(
                 agent,

@@ -1014,6 +1014,11 @@ class RuntimeSession:
             }
             return call, decision, self._undo_into(outcome) if undo_on_refusal else outcome
         if decision.decision == CONFIRM:
+            # A call that would be blocked anyway (writes switched off, another tenant's object)
+            # is blocked before anybody is asked, as the console's executor does.
+            stopped = self._blocked(call, decision) or self._foreign(call, decision)
+            if stopped is not None:
+                return call, decision, stopped
             asked = self.pending.get(str(decision.detail.get("approval")))
             if asked is not None and user:
                 asked.user = str(user)
@@ -1060,6 +1065,16 @@ class RuntimeSession:
         if reason is None:
             return None
         outcome = {"outcome": "BLOCKED", "reasons": [reason], "detail": {"tool": tool}}
+        if self.sink is not None:
+            self._log("execution", call, decision, outcome)
+        return self._undo_into(outcome)
+
+    def _foreign(self, call: Mapping[str, Any], decision: Decision) -> dict[str, Any] | None:
+        """A `BLOCKED` outcome (the run undone) for a call naming another tenant, else None."""
+        named = execution.foreign_tenant(call.get("arguments") or {}, self.tenant)
+        if named is None:
+            return None
+        outcome = {"outcome": "BLOCKED", "reasons": [f"tenant: {named}"]}
         if self.sink is not None:
             self._log("execution", call, decision, outcome)
         return self._undo_into(outcome)

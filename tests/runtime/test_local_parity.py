@@ -197,3 +197,54 @@ def test_an_agent_named_with_capitals_decides_locally_as_on_the_console(console)
         for session in (remote, local):
             session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
             assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+
+
+def test_a_write_blocked_anyway_is_blocked_before_anybody_is_asked(console, actor_for):  # noqa: ANN001, F811
+    from guard.executor import write_switch_set
+
+    refund = {"order_id": "A1", "amount": 20}
+    tools = {"refund_card": lambda **_: {"refund_id": "R1"}}
+    remote = Client(url=console["url"], api_key=console["key"]).session(
+        "assistant", catalogue=inbox_catalogue(), tools=tools
+    )
+    with local_client(console, wait=10.0) as client:
+        local = client.session("assistant", catalogue=inbox_catalogue(), tools=tools)
+        for session in (remote, local):
+            session.read("refund 20 on order A1")
+            session.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        write_switch_set(
+            actor=actor_for(console["admin"], console["organisation"]), tool="", enabled=False
+        )
+        until(lambda: not client.feed("assistant").current().writes_enabled("refund_card"), 3.0)
+        for session in (remote, local):
+            ran = session.execute("refund_card", refund)
+            assert (ran["outcome"], ran["reasons"]) == ("BLOCKED", ["writes_disabled"])
+
+
+def test_a_malformed_rulebook_record_is_refused_locally_as_on_the_console(console):  # noqa: ANN001, F811
+    from stalwart_agents.client import RequestRefused
+
+    record = {"tools": {"refund_card": {"routes": [], "rules": []}}}
+    statuses = []
+    with local_client(console) as client:
+        for opener in (Client(url=console["url"], api_key=console["key"]), client):
+            with pytest.raises(RequestRefused) as refused:
+                opener.session("assistant", catalogue=inbox_catalogue(), rulebook=record)
+            statuses.append(refused.value.status)
+    assert statuses == [400, 400]
+
+
+def test_a_write_on_another_tenants_object_is_blocked_before_anybody_is_asked() -> None:
+    catalogue = with_tool(
+        {
+            "name": "close_ticket",
+            "kind": "write",
+            "parameters": {"type": "object", "properties": {"tenant": {"type": "string"}}},
+        }
+    )
+    session = Client(url="").session(
+        "assistant", catalogue=catalogue, tools={"close_ticket": lambda **_: {"ok": True}}
+    )
+    ran = session.execute("close_ticket", {"tenant": "globex"})
+    assert (ran["outcome"], ran["reasons"]) == ("BLOCKED", ["tenant: tenant"])
+    assert session.execute("close_ticket", {"tenant": session.tenant})["outcome"] == "CONFIRM"
