@@ -1034,7 +1034,7 @@ class ConnectedSession(LocalSession):
         self.client = client
         self.feed = feed
         self.id = session.session
-        self._filed: dict[str, str] = {}  # local approval id -> the console's request id
+        self._filed: dict[tuple[str, int], str] = {}  # (call digest, history point) -> request id
 
     def evaluate(self, tool: str, arguments: Mapping[str, Any], **call: Any) -> dict[str, Any]:
         """The firewall's answer from the bundle, for a call of this session's agent
@@ -1060,7 +1060,11 @@ class ConnectedSession(LocalSession):
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from exc
         at = len(self.runtime.history)
-        filed = self._filed.get(pending.id)
+        agent = str(pending.call.get("agent") or self.agent)
+        # The same call asked again at the same point of the history is one request, as the
+        # console's check files one (`approvals._asked_already`): its answer answers both.
+        asked = (connected.bundles.call_digest({**pending.call, "agent": agent}), at)
+        filed = self._filed.get(asked)
         if filed is None:
             detail = pending.decision.detail
             origins = {
@@ -1070,7 +1074,6 @@ class ConnectedSession(LocalSession):
             }
             tool = str(pending.call.get("tool") or "")
             known = self.runtime.wired.catalogue.tools.get(tool)
-            agent = str(pending.call.get("agent") or self.agent)
             answer = self.client.post(
                 "/v1/approvals",
                 {
@@ -1089,17 +1092,17 @@ class ConnectedSession(LocalSession):
                     "user": pending.user,
                 },
             )
-            filed = self._filed[pending.id] = str(answer["id"])
+            filed = self._filed[asked] = str(answer["id"])
         try:
             token = _console_answer(self.client, filed, timeout=timeout, poll=poll)
         except ApprovalDenied:
+            self._filed.pop(asked, None)  # asked again, it is a new question
             self.runtime.deny(pending.id)
             raise
         try:
             grant = connected.bundles.verify_grant(token, self.feed.key)
         except connected.bundles.BundleRefused as exc:
             raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
-        agent = str(pending.call.get("agent") or self.agent)
         wanted = {
             "approval": filed,
             "agent": agent,

@@ -248,3 +248,19 @@ def test_a_write_on_another_tenants_object_is_blocked_before_anybody_is_asked() 
     ran = session.execute("close_ticket", {"tenant": "globex"})
     assert (ran["outcome"], ran["reasons"]) == ("BLOCKED", ["tenant: tenant"])
     assert session.execute("close_ticket", {"tenant": session.tenant})["outcome"] == "CONFIRM"
+
+
+def test_the_same_call_asked_twice_at_one_point_is_one_request(console):  # noqa: ANN001, F811
+    from guard.models import ApprovalRequest
+
+    refund = ("refund_card", {"order_id": "A1", "amount": 20})
+    with local_client(console) as client:
+        local = client.session("assistant", catalogue=inbox_catalogue())
+        local.read("refund 20 on order A1")
+        local.record("get_order", {"order_id": "A1"}, {"order_id": "A1"})
+        first = filed(local, refund)
+        second = filed(local, refund)
+        assert first.pk == second.pk
+        assert ApprovalRequest.objects.filter(source="runtime").count() == 1
+        local.record("get_order", {"order_id": "A2"}, {"order_id": "A2"})
+        assert filed(local, refund).pk != first.pk  # another point of the history: asked anew
