@@ -207,8 +207,10 @@ def _firewall(organisation: Organisation) -> dict[str, Any] | None:
         .select_related("published")
         .first()
     )
-    if policy is None or policy.published is None:
+    if policy is None:
         return None
+    if policy.published is None:  # active, nothing published yet: refused as the console does
+        return {"policy": policy.name, "version": None}
     version = policy.published
     return {
         "policy": policy.name,

@@ -245,7 +245,7 @@ def _policy(found: bundles.Bundle) -> Any:
     from firewall import engine as firewall_engine
 
     published = found.firewall
-    if published is None:
+    if published is None or published.get("version") is None:
         return None
     key = str(published.get("key"))
     with _compiled_lock:
@@ -286,7 +286,9 @@ def firewall_decide(
     except firewall_engine.FirewallError:
         policy, result = None, _refused(call, "policy_invalid")
     else:
-        result = _refused(call, "no_active_policy")
+        # an active policy with nothing published is refused for that, as the console says
+        unpublished = found.firewall is not None and found.firewall.get("version") is None
+        result = _refused(call, "policy_not_published" if unpublished else "no_active_policy")
     if policy is not None:
         try:
             result = policy.evaluate(dict(call)).to_dict()

@@ -264,3 +264,31 @@ def test_the_same_call_asked_twice_at_one_point_is_one_request(console):  # noqa
         assert ApprovalRequest.objects.filter(source="runtime").count() == 1
         local.record("get_order", {"order_id": "A2"}, {"order_id": "A2"})
         assert filed(local, refund).pk != first.pk  # another point of the history: asked anew
+
+
+def test_an_active_policy_with_nothing_published_is_refused_for_that_locally_too(
+    console,  # noqa: ANN001, F811
+    actor_for,  # noqa: ANN001
+):
+    import urllib.request
+
+    from firewall import services as firewall_services
+
+    firewall_services.policy_import(
+        actor=actor_for(console["admin"], console["organisation"]),
+        data={"name": "main", "default_verdict": "allow", "rules": []},
+    )
+    request = urllib.request.Request(  # noqa: S310 - the live console of this test
+        f"{console['url']}/v1/firewall/evaluate",
+        data=json.dumps({"tool": "get_order", "arguments": {"order_id": "A1"}}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {console['key']}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as answer:  # noqa: S310
+        want = json.loads(answer.read())
+    with local_client(console) as client:
+        got = client.session("assistant", catalogue=inbox_catalogue()).evaluate(
+            "get_order", {"order_id": "A1"}
+        )
+    assert (got["decision"], got["reasons"]) == (want["decision"], want["reasons"])
+    assert want["reasons"] == ["policy_not_published"]
