@@ -1013,8 +1013,9 @@ class Gateway:
     def _last_look(self, name: str, arguments: Mapping[str, Any], *, asked: bool) -> None:
         """Just before a call is checked by the executor and forwarded: the tool is still offered
         as approved (a `tools/list`, or its server connecting again, may have withdrawn it since
-        it was looked up: the reconnection a call itself asked for included) and, after a person's yes
-        (which may take minutes), the firewall as it is now still lets these arguments through."""
+        it was looked up, the reconnection this call asked for included) and, after a person's
+        yes (which may take minutes), the firewall as it is now still lets these arguments
+        through."""
         self._entry(name)
         if not asked:
             return
