@@ -146,8 +146,8 @@ def drift() -> Server[Any]:
 
 def rug() -> Server[Any]:
     """Its tools' descriptions are poisoned while the file `GATEWAY_TEST_POISON` names exists
-    (read on every `tools/list`); with `GATEWAY_TEST_RESERVED=1` it also lists a tool named as
-    the gateway's own `__resources__`."""
+    (read on every `tools/list`, which then takes 3 s with `GATEWAY_TEST_SLOW=1`); with
+    `GATEWAY_TEST_RESERVED=1` it also lists a tool named as the gateway's own `__resources__`."""
 
     def poisoned() -> bool:
         flag = os.environ.get("GATEWAY_TEST_POISON", "")
@@ -164,6 +164,14 @@ def rug() -> Server[Any]:
         )
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        if poisoned() and os.environ.get("GATEWAY_TEST_SLOW") == "1":
+            import anyio
+
+            # a slow listing, the window while a connection is being opened; `<poison>.listing`
+            # says it has begun
+            with open(os.environ["GATEWAY_TEST_POISON"] + ".listing", "w", encoding="utf-8"):
+                pass
+            await anyio.sleep(3)
         tools = [
             tool("lookup", "Look up a word.", {"word": {"type": "string"}}, True),
             tool("write_note", "Write a note.", {"text": {"type": "string"}}, False),

@@ -274,3 +274,43 @@ def test_a_value_the_model_wrote_cannot_forge_the_question_nor_hide_what_runs(
     # what is not shown is said, with how much of it there is
     assert "more characters not shown" in shown[0]
     assert any(line.startswith("Not shown: ") for line in lines)
+
+
+def test_no_call_reaches_a_server_while_what_it_lists_is_held_against_the_pins(
+    tmp_path: Path,
+) -> None:
+    """A call made while a server that came back is still listing its tools finds it not yet
+    connected (it waits, then the changed tool is withdrawn), never a connection in between."""
+    import time
+
+    from stalwart_agents.gateway import Gateway, load_config
+
+    rug = _setup(tmp_path, env=", GATEWAY_TEST_SLOW: '1'")
+    rug["down"].write_text("", encoding="utf-8")
+
+    async def run() -> tuple[bool, Any]:
+        async with Gateway(load_config(rug["path"])) as gateway:
+            upstream = gateway.upstreams["rug"]
+            assert upstream.client is None
+            rug["down"].unlink()
+            rug["poison"].write_text("", encoding="utf-8")
+            found: dict[str, Any] = {}
+            async with anyio.create_task_group() as group:
+
+                async def reconnecting() -> None:
+                    found["first"] = await gateway.call_tool("rug.server_pid", {})
+
+                group.start_soon(reconnecting)
+                listing = Path(f"{rug['poison']}.listing")
+                deadline = time.monotonic() + 30
+                while not listing.exists():  # the connection is open, its slow listing under way
+                    assert time.monotonic() < deadline, "the server never began listing"
+                    await anyio.sleep(0.01)
+                published_early = upstream.client is not None
+                found["during"] = await gateway.call_tool("rug.lookup", {"word": "in-window"})
+            return published_early, found["during"]
+
+    published_early, during = anyio.run(run)
+    assert not published_early
+    assert during.is_error and "withdrawn" in _text(during), _text(during)
+    assert _reached(rug["calls"], "lookup") == []
