@@ -528,9 +528,9 @@ def _session_check(
     call = _call(session, data)
     run = session_run_ids(data.get("run"))
     # One statement reads the session (locked, unless grouped), its organisation's settings, and
-    # the switch and hold that apply to this call; the catalogue and rulebook only when no tool check is built
-    # from them yet (with the settings last seen for the organisation; if those changed, the
-    # deferred fields are read once more).
+    # the switch and hold that apply to this call; the catalogue and rulebook only when no tool
+    # check is built from them yet (with the settings last seen for the organisation; if those
+    # changed, the deferred fields are read once more).
     built = _is_built(
         str(session.public_id), actor.organisation.pk, _last_settings.get(actor.organisation.pk)
     )

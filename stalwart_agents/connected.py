@@ -321,7 +321,7 @@ def bundle_for(
 
     if name_key(agent) == name_key(own):
         return under if under is not None else feed.current()
-    return feed.client.feed(name_key(agent)).current()
+    return feed.client.feed(agent).current()  # `Client.feed` names agents in their normal form
 
 
 class BundleControls:
