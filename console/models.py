@@ -343,7 +343,8 @@ class Event(models.Model):
     match_note = models.CharField(max_length=300, blank=True)
     shard = models.PositiveSmallIntegerField(default=0)
     # A decision-log record's own id (`POST /v1/decisions`): a record sent twice is stored once.
-    record_id = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+    # Unique within its organisation: another organisation's key cannot take an id first.
+    record_id = models.UUIDField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-at", "-id"]
@@ -356,6 +357,11 @@ class Event(models.Model):
             models.Index(fields=["organisation", "decision", "at"]),
             models.Index(fields=["organisation", "thread_id", "at"], name="event_thread_at"),
             models.Index(fields=["organisation", "run_id", "at"], name="event_run_at"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "record_id"], name="one_event_per_record_id"
+            ),
         ]
 
 

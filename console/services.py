@@ -995,7 +995,8 @@ def decisions_ingest(*, actor: Actor, records: list[Any]) -> dict[str, Any]:
     Every record becomes an event through `events_record` (so the sequence matchers' outbox is
     fed in the same transaction); a record whose id is already stored is counted as a duplicate
     and not written again; one that cannot be read is stored as an `unreadable` event and named
-    in `unreadable` with the field path of its problem.
+    in `unreadable` with the field path of its problem. Record ids are each organisation's: one
+    another organisation's key sent first hides nothing here.
 
     A batch is first written as it is (a batch is almost always new); the unique record id
     refuses one holding a record already stored, and the batch is then written again without the
@@ -1032,9 +1033,9 @@ def _decisions_store(
     stored: set[Any] = set()
     if look_for_stored:
         stored = set(
-            Event.objects.filter(record_id__in=[r.record_id for r in readings]).values_list(
-                "record_id", flat=True
-            )
+            Event.objects.filter(
+                organisation=organisation, record_id__in=[r.record_id for r in readings]
+            ).values_list("record_id", flat=True)
         )
     items, unreadable, duplicates = [], [], 0
     for reading in readings:

@@ -207,3 +207,22 @@ def test_the_feed_shows_a_runtimes_decisions(send, client_for, admin, organisati
         ["write"],
     )
     assert event["detail"]["record"]["sequence"] == 1
+
+
+def test_a_record_id_of_another_organisation_suppresses_nothing(
+    send, outsider, other_organisation, organisation
+):
+    """The ids are each organisation's: a key of another organisation that sends a record with
+    an id this organisation's runtime will send (or has sent) neither hides that record nor
+    learns that it exists."""
+    ours = record(session="ours-1")
+    theirs = {**ours, "session": "theirs-1", "tool": "decoy"}
+    answer = send(who=outsider, org=other_organisation)({"records": [theirs]}).json()
+    assert answer == {"stored": 1, "duplicates": 0, "unreadable": []}
+    answer = send()({"records": [ours]}).json()
+    assert answer == {"stored": 1, "duplicates": 0, "unreadable": []}
+    (kept,) = Event.objects.filter(organisation=organisation)
+    assert (kept.session, kept.tool) == ("ours-1", "get_order")
+    # and sent again, each is a duplicate in its own organisation only
+    assert send()({"records": [ours]}).json()["duplicates"] == 1
+    assert Event.objects.filter(organisation=other_organisation).count() == 1
