@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from console.api.parsers import too_deep
+from console.redaction import redact
 
 KINDS = ("decision", "execution")
 DECISIONS = ("allow", "confirm", "refuse")
@@ -214,8 +215,10 @@ def read_batch(records: list[Any]) -> list[Reading]:
 
 def unreadable_event(record: Any, problem: Unreadable) -> dict[str, Any]:
     """The event that keeps a record the console could not read: refused, `unreadable`, its text
-    cut to a bound (it is redacted like every event's detail when it is written)."""
-    text = json.dumps(record, separators=(",", ":"), default=str)
+    cut to a bound. The record is redacted before it becomes text (the values of its secret keys
+    masked, as in a readable record's detail) and before the text is cut (a credential cut in
+    two is no longer recognised); the event's detail is redacted again when it is written."""
+    text = json.dumps(redact(record), separators=(",", ":"), default=str)
     given = record if isinstance(record, dict) else {}
 
     def said(name: str, most: int) -> str:

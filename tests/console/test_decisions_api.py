@@ -226,3 +226,25 @@ def test_a_record_id_of_another_organisation_suppresses_nothing(
     # and sent again, each is a duplicate in its own organisation only
     assert send()({"records": [ours]}).json()["duplicates"] == 1
     assert Event.objects.filter(organisation=other_organisation).count() == 1
+
+
+def test_an_unreadable_record_keeps_no_secret_named_by_its_key(send, settings):
+    """A record the console cannot read is kept as text: the values of its secret keys are
+    masked in that text as in a readable record's detail, and a credential cut where the text is
+    cut is not kept half."""
+    settings.STALWART_DECISIONS_MAX_RECORD_BYTES = 2000
+    leaked = record(
+        detail={"call": {"arguments": {"password": "hunter2-correct-horse"}}}, surplus=1
+    )
+    (refused,) = send()({"records": [leaked]}).json()["unreadable"]
+    kept = json.dumps(Event.objects.get(record_id=refused["id"]).detail)
+    assert "hunter2-correct-horse" not in kept
+    key = "AKIAIOSFODNN7EXAMPLE"
+    for cut in range(4, len(key)):
+        padded = record(detail={"pad": ""})
+        before = len(json.dumps(padded, separators=(",", ":")))
+        # the key starts `cut` characters before the text is cut
+        padded["detail"]["pad"] = "x" * (2000 - before - cut) + " " + key + " " + "y" * 3000
+        (refused,) = send()({"records": [padded]}).json()["unreadable"]
+        kept = Event.objects.get(record_id=refused["id"]).detail["record_text"]
+        assert key[:cut] not in kept, (cut, kept[-40:])
