@@ -288,6 +288,17 @@ def bundle_stamp(*, organisation: Organisation, agent: str, version: str) -> str
     )
 
 
+def bundle_fresh(*, organisation: Organisation, agent: str, version: str, nonce: str) -> str:
+    """The proof that this answer is to the request that sent `nonce` (`Stalwart-Bundle-Fresh`)."""
+    return bundles.sign_fresh(
+        signing_key(organisation.pk),
+        organisation=organisation.slug,
+        agent=agent,
+        version=version,
+        nonce=nonce,
+    )
+
+
 def bundle_wait(
     *, organisation: Organisation, agent: str, held: str | None, wait: float
 ) -> dict[str, Any] | None:

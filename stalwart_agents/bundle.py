@@ -22,6 +22,13 @@ A runtime counts a bundle's age from the last signature it verified that was *ne
 one before it (by `issued_at`): a bundle or a stamp replayed from the past verifies but refreshes
 nothing, so it cannot keep an old bundle alive. No clock is compared across machines.
 
+That ordering says nothing to a runtime that has verified nothing yet (one that starts), so every
+answer is also bound to the request it answers: the runtime sends a new random nonce with each
+request (`Stalwart-Bundle-Nonce`) and the console signs it with the organisation, the agent and
+the version it answers with (`Stalwart-Bundle-Fresh: <kid> <signature>`, `stalwart-bundle-fresh/1`).
+A bundle or a stamp captured from another request, however validly signed, comes without the
+proof for this request's nonce and is refused.
+
 Approval grants (`stalwart-grant/1`) are signed by the same key: the console's word that a person
 approved exactly one call of a session deciding in the agent's process (see `connected.py`).
 
@@ -41,6 +48,9 @@ from guard.engine.canonical import canonical_bytes
 
 FORMAT = "stalwart-bundle/1"
 STAMP_FORMAT = "stalwart-bundle-stamp/1"
+FRESH_FORMAT = "stalwart-bundle-fresh/1"
+#: A request's nonce: 16 to 64 letters, digits, `-` or `_` (the runtime sends 32 hex digits).
+NONCE_PATTERN = r"[A-Za-z0-9_-]{16,64}"
 GRANT_FORMAT = "stalwart-grant/1"
 ALGORITHM = "ed25519"
 #: The envelope's fields; a bundle with any other, or without one, is refused.
@@ -234,6 +244,24 @@ def sign_stamp(
     return f"{version} {at!r} {key.kid} {signature}"
 
 
+def _fresh_message(organisation: str, agent: str, version: str, nonce: str) -> bytes:
+    return canonical_bytes(
+        {
+            "format": FRESH_FORMAT,
+            "organisation": organisation,
+            "agent": agent,
+            "version": version,
+            "nonce": nonce,
+        }
+    )
+
+
+def sign_fresh(key: SigningKey, *, organisation: str, agent: str, version: str, nonce: str) -> str:
+    """The `Stalwart-Bundle-Fresh` header of an answer (200 or 304) to a request that sent
+    `nonce`: `<kid> <signature>` over the version answered with and the nonce."""
+    return f"{key.kid} {key.sign(_fresh_message(organisation, agent, version, nonce))}"
+
+
 def sign_grant(key: SigningKey, grant: Mapping[str, Any]) -> str:
     """An approval grant: its canonical JSON (naming the `kid` that signs it) in base64, a dot,
     and the signature."""
@@ -384,6 +412,26 @@ def verify_stamp(header: Any, key: VerifyKey, bundle: Bundle) -> float:
     message = _stamp_message(bundle.organisation, bundle.agent, version, round(at, 6))
     key.verify(message, signature, "bundle stamp", kid=kid)
     return at
+
+
+def new_nonce() -> str:
+    """A request's nonce (`Stalwart-Bundle-Nonce`): 128 random bits in hex."""
+    import secrets
+
+    return secrets.token_hex(16)
+
+
+def verify_fresh(header: Any, key: VerifyKey, bundle: Bundle, nonce: str) -> None:
+    """That the console answered the request that sent `nonce` with the version of `bundle`
+    (`Stalwart-Bundle-Fresh`); `BundleRefused` else: an answer captured from another request."""
+    if not isinstance(header, str) or header.count(" ") != 1:
+        raise BundleRefused(
+            "bundle: the answer is not bound to this request (no `Stalwart-Bundle-Fresh` "
+            "`<kid> <signature>`): replayed, or from a console older than this runtime"
+        )
+    kid, signature = header.split(" ")
+    message = _fresh_message(bundle.organisation, bundle.agent, bundle.version, nonce)
+    key.verify(message, signature, "bundle: the proof of this request", kid=kid)
 
 
 def verify_grant(token: Any, key: VerifyKey) -> dict[str, Any]:

@@ -19,7 +19,9 @@ check exactly as the console's sessions do:
 **Fail closed.** With no bundle verified, a bundle that does not verify under the configured
 public keys (or is signed with a key this process was not given: a rotated key), or a bundle whose last fresh signature is older than `max_age` seconds (the console
 down, or unreachable), every check raises `SelectorUnavailableError`: no call is decided, none
-runs. A bundle or a stamp replayed from the past verifies but refreshes nothing (see
+runs. A bundle or a stamp replayed from the past verifies but refreshes nothing, and one that
+is not bound to the request it answers (the nonce each request sends, signed back by the console)
+is refused, so a runtime that starts cannot be started on an old bundle either (see
 `stalwart_agents.bundle`).
 
 **Keys.** The session's history and the tokens the tool check takes are signed with this process's
@@ -144,6 +146,8 @@ class BundleFeed:
         held = self.version
         if held is not None:
             headers["If-None-Match"] = f'"{held}"'
+        nonce = bundles.new_nonce()  # the console signs it back: an answer to this request only
+        headers["Stalwart-Bundle-Nonce"] = nonce
         request = urllib.request.Request(url, method="GET", headers=headers)
         self._pause = 0.0
         try:
@@ -151,11 +155,16 @@ class BundleFeed:
                 request, timeout=wait + self.client.timeout
             ) as response:
                 self._pause = self._retry_after(response.headers.get("Retry-After"))
+                fresh = response.headers.get("Stalwart-Bundle-Fresh")
                 body = response.read(64 * 1024 * 1024)
         except urllib.error.HTTPError as exc:
             self._pause = self._retry_after(exc.headers.get("Retry-After"))
             if exc.code == 304:
-                self._stamped(exc.headers.get("Stalwart-Bundle-Stamp"))
+                self._stamped(
+                    exc.headers.get("Stalwart-Bundle-Stamp"),
+                    exc.headers.get("Stalwart-Bundle-Fresh"),
+                    nonce,
+                )
                 return
             if exc.code in (401, 403):
                 # The console withdrew this key's trust (revoked, or no longer a role that
@@ -171,6 +180,7 @@ class BundleFeed:
         try:
             envelope = json.loads(body)
             found = bundles.verify_bundle(envelope, self.key, agent=self.agent or None)
+            bundles.verify_fresh(fresh, self.key, found, nonce)
         except (ValueError, bundles.BundleRefused) as exc:
             with self._lock:
                 self._broken = str(exc)
@@ -195,7 +205,7 @@ class BundleFeed:
             return 0.0
         return min(asked, 30.0, max(0.1, self.max_age / 3))
 
-    def _stamped(self, header: str | None) -> None:
+    def _stamped(self, header: str | None, fresh: str | None, nonce: str) -> None:
         with self._lock:
             held = self._bundle
         if held is None:
@@ -203,6 +213,7 @@ class BundleFeed:
             return
         try:
             at = bundles.verify_stamp(header, self.key, held)
+            bundles.verify_fresh(fresh, self.key, held, nonce)
         except bundles.BundleRefused as exc:
             with self._lock:
                 self._broken = str(exc)

@@ -8,12 +8,18 @@ by a sequence alert, a publish, a setting). `?agent=` keeps only that agent's ho
 current one, the next one (it signs after the next rotation: `POST /v1/bundle/key/rotate`, admins
 only) and the previous one during the grace period after a rotation. Every bundle and stamp names the `kid` that signed it.
 
+A request that sends `Stalwart-Bundle-Nonce` (`stalwart_agents.bundle.NONCE_PATTERN`) is answered,
+200 or 304, with `Stalwart-Bundle-Fresh`: the nonce and the version answered with, signed, so that
+a runtime can tell this answer from one captured from another request and replayed.
+
 A process lets at most `STALWART_BUNDLE_MAX_POLLS` long-polls wait at once (each holds a web
 thread); beyond that a long-poll is answered at once, 304 with its stamp (or the new bundle), with
 `Retry-After` saying when to ask again.
 """
 
 from __future__ import annotations
+
+import re
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -25,6 +31,7 @@ from console import bundle_changes, bundles
 from console.access import actor_for_request, require
 from console.api.views import ORG_PARAM
 from firewall.engine.names import MalformedName, normal_name
+from stalwart_agents.bundle import NONCE_PATTERN
 
 AGENT_PARAM = OpenApiParameter(
     "agent", location=OpenApiParameter.QUERY, required=False, description="one agent's controls"
@@ -61,6 +68,15 @@ def _wait(raw: str | None) -> float:
     return wait
 
 
+def _nonce(header: str | None) -> str | None:
+    """The runtime's nonce for this request (`Stalwart-Bundle-Nonce`), or None without one."""
+    if header is None or header == "":
+        return None
+    if not re.fullmatch(NONCE_PATTERN, header):
+        raise ValidationError({"Stalwart-Bundle-Nonce": ["16 to 64 letters, digits, `-` or `_`"]})
+    return header
+
+
 def _held(header: str | None) -> str | None:
     """The version an `If-None-Match` names (one entity tag, weak or strong), or None."""
     if not header:
@@ -85,6 +101,7 @@ class BundleView(APIView):
         agent = _agent(request.query_params.get("agent"))
         wait = _wait(request.query_params.get("wait"))
         held = _held(request.headers.get("If-None-Match"))
+        nonce = _nonce(request.headers.get("Stalwart-Bundle-Nonce"))
         organisation = actor.organisation
         with bundle_changes.poll_slot() as free:
             busy = bool(wait) and held is not None and not free
@@ -92,15 +109,21 @@ class BundleView(APIView):
                 organisation=organisation, agent=agent, held=held, wait=0.0 if busy else wait
             )
         if content is None:
+            version = str(held)
             response = Response(status=304)
             response["ETag"] = f'"{held}"'
             response["Stalwart-Bundle-Stamp"] = bundles.bundle_stamp(
-                organisation=organisation, agent=agent, version=str(held)
+                organisation=organisation, agent=agent, version=version
             )
         else:
             signed = bundles.bundle_signed(organisation=organisation, agent=agent, content=content)
+            version = signed["version"]
             response = Response(signed)
-            response["ETag"] = f'"{signed["version"]}"'
+            response["ETag"] = f'"{version}"'
+        if nonce is not None:
+            response["Stalwart-Bundle-Fresh"] = bundles.bundle_fresh(
+                organisation=organisation, agent=agent, version=version, nonce=nonce
+            )
         if busy:
             # Too many long-polls wait in this process: answered now, asked again a little later.
             response["Retry-After"] = str(max(1, round(bundle_changes.recheck_every())))

@@ -356,3 +356,35 @@ def test_beyond_the_bound_a_long_poll_is_answered_at_once_with_retry_after(
     quiet = client.get("/v1/bundle?wait=0.5", HTTP_IF_NONE_MATCH=f'"{newer.version}"', **headers)
     assert quiet.status_code == 304 and time.monotonic() - started >= 0.5
     assert "Retry-After" not in quiet
+
+
+@pytest.mark.django_db
+def test_each_answer_signs_back_the_nonce_of_its_request(client, organisation, admin, key_for):
+    """`Stalwart-Bundle-Fresh` binds an answer (200 or 304) to the request's nonce: an answer
+    replayed to another request, or naming another version, does not verify."""
+    headers = key_for(admin)
+    key = bundle.VerifyKey(bundles.public_key(organisation.pk))
+    nonce = bundle.new_nonce()
+    answer = client.get("/v1/bundle", HTTP_STALWART_BUNDLE_NONCE=nonce, **headers)
+    found = verified(answer, organisation)
+    bundle.verify_fresh(answer["Stalwart-Bundle-Fresh"], key, found, nonce)
+    with pytest.raises(bundle.BundleRefused, match="does not verify"):
+        bundle.verify_fresh(answer["Stalwart-Bundle-Fresh"], key, found, bundle.new_nonce())
+    other = bundle.Bundle(found.organisation, found.agent, "sha256:" + "0" * 64, 0.0, {})
+    with pytest.raises(bundle.BundleRefused, match="does not verify"):
+        bundle.verify_fresh(answer["Stalwart-Bundle-Fresh"], key, other, nonce)
+    with pytest.raises(bundle.BundleRefused, match="not bound to this request"):
+        bundle.verify_fresh(None, key, found, nonce)
+    again_nonce = bundle.new_nonce()
+    again = client.get(
+        "/v1/bundle",
+        HTTP_IF_NONE_MATCH=f'"{found.version}"',
+        HTTP_STALWART_BUNDLE_NONCE=again_nonce,
+        **headers,
+    )
+    assert again.status_code == 304
+    bundle.verify_fresh(again["Stalwart-Bundle-Fresh"], key, found, again_nonce)
+    # Without a nonce there is nothing to bind; one that is not a nonce is refused.
+    assert "Stalwart-Bundle-Fresh" not in client.get("/v1/bundle", **headers)
+    bad = client.get("/v1/bundle", HTTP_STALWART_BUNDLE_NONCE="x y", **headers)
+    assert bad.status_code == 400 and "Stalwart-Bundle-Nonce" in bad.json()

@@ -11,7 +11,14 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-KEPT = ("Content-Type", "ETag", "Stalwart-Bundle-Stamp", "Cache-Control", "Retry-After")
+KEPT = (
+    "Content-Type",
+    "ETag",
+    "Stalwart-Bundle-Stamp",
+    "Stalwart-Bundle-Fresh",
+    "Cache-Control",
+    "Retry-After",
+)
 
 
 class ConsoleProxy:
@@ -55,7 +62,14 @@ class ConsoleProxy:
                 headers = {
                     k: v
                     for k, v in self.headers.items()
-                    if k in ("Authorization", "Content-Type", "If-None-Match", "User-Agent")
+                    if k
+                    in (
+                        "Authorization",
+                        "Content-Type",
+                        "If-None-Match",
+                        "Stalwart-Bundle-Nonce",
+                        "User-Agent",
+                    )
                 }
                 request = urllib.request.Request(
                     proxy.upstream + self.path, data=body, method=self.command, headers=headers

@@ -812,3 +812,47 @@ def test_a_hold_of_the_agent_a_session_was_handed_to_holds_its_writes_locally(co
         )
         until(lambda: undo()[0] != "allow", 2.0)
         assert undo() == ("confirm", ["compensation", "session_held"])
+
+
+def test_a_runtime_started_on_an_old_bundle_replayed_refuses_it(console, actor_for):  # noqa: ANN001
+    """A runtime that starts has seen no bundle to call the replayed one older than: whoever sits
+    between it and the console must not be able to start it on a bundle signed before the
+    console switched writes off (or a tool, or published a stricter policy). Each answer is
+    bound to the request it answers, so a bundle or a stamp from another request is refused."""
+    import json
+    import urllib.request
+
+    from guard.executor import write_switch_set
+
+    request = urllib.request.Request(
+        f"{console['url']}/v1/bundle?agent=assistant",
+        headers={"Authorization": f"Bearer {console['key']}"},
+    )
+    with urllib.request.urlopen(request) as answer:  # noqa: S310 - the live console
+        captured = json.loads(answer.read())
+    write_switch_set(
+        actor=actor_for(console["admin"], console["organisation"]), tool="", enabled=False
+    )
+    proxy = ConsoleProxy(console["url"])
+    proxy.tamper = lambda _: captured
+    with pytest.raises(SelectorUnavailableError), local_client(console, url=proxy.url) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        # (what the runtime would do with the old bundle: run a write the console switched off)
+        ran: list[str] = []
+        session.execute(
+            "save_note",
+            {"order_id": "A1", "text": "x"},
+            lambda **_: ran.append("x"),
+            token=session.approve_call("save_note", {"order_id": "A1", "text": "x"}),
+        )
+        pytest.fail(f"a replayed bundle decided: the write ran {len(ran)} time(s)")
+    # Not replayed, the same runtime starts and the console's switch decides.
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        blocked = session.execute(
+            "save_note",
+            {"order_id": "A1", "text": "x"},
+            lambda **_: None,
+            token=session.approve_call("save_note", {"order_id": "A1", "text": "x"}),
+        )
+        assert (blocked["outcome"], blocked["reasons"]) == ("BLOCKED", ["writes_disabled"])
