@@ -39,7 +39,12 @@ FIELDS = {
     "policy_version": False,
     "outcome": False,
     "detail": False,
+    # A firewall's decision (a runtime's `evaluate`): its stage and verdict.
+    "stage": False,
+    "verdict": False,
 }
+#: The stages a firewall's decision may be made at (an empty one is the tool check's).
+STAGES = ("tool_call", "egress", "inbound")
 MAX_REASONS = 64
 #: A record's time may be at most this far ahead of the console's clock (clocks drift).
 AHEAD_SECONDS = 300
@@ -155,6 +160,12 @@ def _read(record: Any, path: str) -> dict[str, Any]:
     outcome = _text(record, "outcome", path, most=32)
     if kind == "execution" and not outcome:
         raise Unreadable(f"{path}.outcome", "a call that ran has an outcome")
+    stage = _text(record, "stage", path, most=32)
+    if stage and (kind != "decision" or stage not in STAGES):
+        raise Unreadable(f"{path}.stage", f"a decision's stage is one of {', '.join(STAGES)}")
+    verdict = _text(record, "verdict", path, most=32)
+    if verdict and not stage:
+        raise Unreadable(f"{path}.verdict", "only a firewall's decision (with a stage) has one")
     detail = record.get("detail") or {}
     if not isinstance(detail, dict):
         raise Unreadable(f"{path}.detail", "must be a JSON object")
@@ -163,9 +174,9 @@ def _read(record: Any, path: str) -> dict[str, Any]:
         "session": session,
         "agent": agent,
         "tool": tool,
-        "stage": "tool_call" if kind == "decision" else "execute",
+        "stage": (stage or "tool_call") if kind == "decision" else "execute",
         "decision": decision,
-        "verdict": outcome.lower(),
+        "verdict": verdict or outcome.lower(),
         "reasons": reasons,
         "rule": rule,
         "at": dt.datetime.fromtimestamp(at, tz=dt.UTC),

@@ -1039,18 +1039,22 @@ class ConnectedSession(LocalSession):
     def evaluate(self, tool: str, arguments: Mapping[str, Any], **call: Any) -> dict[str, Any]:
         """The firewall's answer from the bundle, for a call of this session's agent
         (`stage`, `skill`, `destination` as `POST /v1/firewall/evaluate` takes them): the
-        published version that decides, then the bundle's switch and hold. Nothing is recorded;
-        `SelectorUnavailableError` where the bundle cannot answer."""
+        published version that decides, then the bundle's switch and hold. What it decides goes
+        to the decision log as the console records an evaluation (a deny, an egress, every call
+        when the policy has sequence rules), so the console's feed and sequence matchers see the
+        calls decided here too; `SelectorUnavailableError` where the bundle cannot answer."""
         known = self.runtime.wired.catalogue.tools.get(tool)
         body = {"tool": tool, "arguments": dict(arguments), "agent": self.agent, **call}
         # the switch and hold of the agent making the call (`agent=`: a handoff), in its bundle
         found = connected.bundle_for(self.feed, str(body.get("agent") or ""), self.agent)
-        return connected.firewall_decide(
+        result = connected.firewall_decide(
             found,
             body,
             reads=known is not None and known.kind == "read",
             session=self.id,
         )
+        self.runtime.log_evaluation(body, result, sequences=connected.has_sequences(found))
+        return result
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
         if self.runtime.approver is not None:

@@ -276,6 +276,18 @@ def _policy(found: bundles.Bundle) -> Any:
     return hit
 
 
+def has_sequences(found: bundles.Bundle) -> bool:
+    """Whether the bundle's published firewall version has an enabled sequence rule (which reads
+    every call, so every call it decides is recorded, as the console records them)."""
+    rules = (found.firewall or {}).get("rules") or []
+    return any(
+        isinstance(rule, Mapping)
+        and rule.get("sequence")
+        and rule.get("enabled", True) is not False
+        for rule in rules
+    )
+
+
 def _refused(call: Mapping[str, Any], reason: str) -> dict[str, Any]:
     from firewall.engine.decision import refused
 

@@ -782,8 +782,10 @@ class RuntimeSession:
         call: Mapping[str, Any],
         decision: Decision,
         outcome: Mapping[str, Any] | None = None,
+        **firewall: Any,
     ) -> None:
-        """Hand one record to the sink; a sink that fails keeps it here, never the decision."""
+        """Hand one record to the sink; a sink that fails keeps it here, never the decision.
+        `firewall`: a firewall decision's `stage`, `verdict` and `policy_version`."""
         known = self.wired.catalogue.tools.get(str(call.get("tool") or ""))
         record = decision_record(
             kind,
@@ -792,9 +794,10 @@ class RuntimeSession:
             session=self.history.session,
             sequence=next(self._sequence),
             agent=str(call.get("agent") or self.agent or ""),
-            policy_version=self.policy_version,
+            policy_version=firewall.pop("policy_version", self.policy_version),
             outcome=outcome,
             secret_keys=known.secret if known is not None else frozenset(),
+            **firewall,
         )
         self.unlogged.append(record)
         sink = self.sink
@@ -823,6 +826,38 @@ class RuntimeSession:
                 dropped,
                 self.history.session,
             )
+
+    def log_evaluation(
+        self, call: Mapping[str, Any], result: Mapping[str, Any], *, sequences: bool
+    ) -> None:
+        """Record a firewall's answer to `call` (`ConnectedSession.evaluate`) as the console
+        records what `POST /v1/firewall/evaluate` decides: every verdict but a plain allow, and
+        plain allows too when the policy has sequence rules (`sequences`), which read every call."""
+        if self.sink is None:
+            return
+        plain = result.get("verdict") == "allow" and not result.get("shadow")
+        if plain and not sequences:
+            return
+        stage = str(call.get("stage") or ("egress" if call.get("destination") else "tool_call"))
+        decision = Decision(
+            str(result["decision"]),
+            tuple(str(reason) for reason in result.get("reasons") or ()),
+            {
+                "policy": result.get("policy"),
+                "arguments_after": result.get("arguments"),
+                "shadow": result.get("shadow"),
+                "cap_cost_cents": result.get("cap_cost_cents"),
+            },
+            result.get("rule"),
+        )
+        self._log(
+            "decision",
+            call,
+            decision,
+            stage=stage,
+            verdict=str(result.get("verdict") or ""),
+            policy_version=result.get("policy_version"),
+        )
 
     def check(self, tool: str, arguments: Mapping[str, Any], **given: Any) -> Decision:
         """`check_call` for a tool and its arguments (`origins`, `labels`, `compensation_of`,
@@ -1180,20 +1215,33 @@ def decision_record(
     outcome: Mapping[str, Any] | None = None,
     at: float | None = None,
     secret_keys: frozenset[str] = frozenset(),
+    stage: str | None = None,
+    verdict: str | None = None,
 ) -> dict[str, Any]:
     """One decision-log record: JSON-able, redacted, with a unique id and its place in the session.
 
     `kind` is `decision` (a check's answer) or `execution` (a call that ran: `outcome` is the
     executor's `SUCCEEDED`, `FAILED`, `UNCERTAIN`...). The call's arguments and the decision's
     detail go through the credential table (`redact_jsonable`); a record past `RECORD_MAX_BYTES`
-    keeps its fields but not its arguments or detail (`truncated` says so).
+    keeps its fields but not its arguments or detail (`truncated` says so). A firewall's decision
+    (`RuntimeSession.log_evaluation`) also names its `stage` and `verdict`, and its call its
+    `destination`, which the console's sequence matchers read.
     """
     version = policy_version
     if version is None:
         version = decision.detail.get("policy_version")
     shown_call = {
         name: call[name]
-        for name in ("tool", "arguments", "origins", "labels", "compensation_of", "plan_step")
+        for name in (
+            "tool",
+            "arguments",
+            "origins",
+            "labels",
+            "compensation_of",
+            "plan_step",
+            "skill",
+            "destination",
+        )
         if call.get(name) is not None
     }
     detail: dict[str, Any] = {"call": shown_call, "detail": dict(decision.detail)}
@@ -1217,6 +1265,9 @@ def decision_record(
         # The arguments the catalogue marks secret are masked, as in the console's own events.
         "detail": redact_jsonable(detail, secret_keys=secret_keys),
     })  # fmt: skip
+    if stage is not None:
+        record["stage"] = stage
+        record["verdict"] = verdict
     # JSON's own types only, written ASCII: the text's length is its size in bytes.
     text = json.dumps(record, separators=(",", ":"))
     if len(text) > RECORD_MAX_BYTES:

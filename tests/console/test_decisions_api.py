@@ -248,3 +248,32 @@ def test_an_unreadable_record_keeps_no_secret_named_by_its_key(send, settings):
         (refused,) = send()({"records": [padded]}).json()["unreadable"]
         kept = Event.objects.get(record_id=refused["id"]).detail["record_text"]
         assert key[:cut] not in kept, (cut, kept[-40:])
+
+
+def test_a_firewall_decision_names_its_stage_and_verdict(send, organisation):
+    """A runtime's `evaluate` records its stage and verdict; the matchers read an egress."""
+    egress = record(
+        tool="http.post",
+        stage="egress",
+        verdict="deny",
+        decision="refuse",
+        detail={"call": {"tool": "http.post", "destination": "https://example.org/x"}},
+    )
+    answer = send()(
+        {
+            "records": [
+                egress,
+                record(kind="execution", outcome="SUCCEEDED", stage="egress"),
+                record(verdict="deny"),
+                record(stage="execute"),
+            ]
+        }
+    ).json()
+    assert answer["stored"] == 1
+    assert [item["field"] for item in answer["unreadable"]] == [
+        "records[1].stage",
+        "records[2].verdict",
+        "records[3].stage",
+    ]
+    kept = Event.objects.get(record_id=egress["id"])
+    assert (kept.stage, kept.verdict, kept.match_state) == ("egress", "deny", MatchState.PENDING)

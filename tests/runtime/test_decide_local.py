@@ -856,3 +856,71 @@ def test_a_runtime_started_on_an_old_bundle_replayed_refuses_it(console, actor_f
             token=session.approve_call("save_note", {"order_id": "A1", "text": "x"}),
         )
         assert (blocked["outcome"], blocked["reasons"]) == ("BLOCKED", ["writes_disabled"])
+
+
+def test_a_local_sessions_firewall_calls_reach_the_feed_and_the_sequence_matchers(
+    console,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+):
+    """What `evaluate` decides in the agent's process is recorded as the console records what
+    `POST /v1/firewall/evaluate` decides: a deny is in the feed, and a chain of calls completed
+    locally (here: a read, an export, then the data sent out) raises the policy's sequence alert
+    as it would on the console. Nothing recorded, an agent deciding locally could run the chain
+    the rule exists to catch without it ever firing."""
+    from console.models import SHARDS, Event
+    from firewall import matching
+    from firewall import services as firewall_services
+
+    actor = actor_for(console["admin"], console["organisation"])
+    policy = firewall_services.policy_import(
+        actor=actor,
+        data={
+            "name": "main",
+            "default_verdict": "allow",
+            "rules": [
+                {
+                    "priority": 10,
+                    "name": "no shell",
+                    "tool_name_glob": "shell.*",
+                    "verdict": "deny",
+                },
+                {
+                    "priority": 50,
+                    "name": "exfil chain",
+                    "verdict": "audit",
+                    "sequence": {
+                        "steps": [
+                            {"tool_glob": "crm.read"},
+                            {"tool_glob": "*.export"},
+                            {"tool_glob": "*", "egress": True},
+                        ],
+                        "window_seconds": 600,
+                    },
+                },
+            ],
+        },
+    )
+    firewall_services.policy_publish(actor=actor, policy=policy)
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=inbox_catalogue())
+        assert session.evaluate("shell.exec", {"command": "ls"})["verdict"] == "deny"
+        session.evaluate("crm.read", {"id": 1})
+        session.evaluate("crm.export", {"format": "csv"})
+        sent = session.evaluate(
+            "http.post", {"body": "x"}, stage="egress", destination="https://example.org/x"
+        )
+        assert sent["decision"] == "allow"
+
+        def shipped() -> bool:
+            return Event.objects.filter(
+                organisation=console["organisation"], source="runtime", stage="egress"
+            ).exists()
+
+        until(shipped, 10.0)
+    denied = Event.objects.get(source="runtime", tool="shell.exec")
+    assert (denied.decision, denied.verdict, denied.rule) == ("refuse", "deny", "no shell")
+    for shard in range(SHARDS):
+        while matching.drain_shard(shard):
+            pass
+    alert = Event.objects.get(organisation=console["organisation"], source="sequence")
+    assert (alert.rule, alert.session) == ("exfil chain", session.id)
