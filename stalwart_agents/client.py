@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from guard import engine
@@ -182,16 +183,25 @@ class Client:
         """The spool a local session's decisions are written to, shipped to this console by a
         background shipper (started on first use; see `stalwart_agents.spool`). It lives at
         `STALWART_SPOOL`, else in the user's state folder under a name of this console and key,
-        so two consoles (or two keys) never share a spool."""
+        so two consoles (or two keys) never share a spool: a `STALWART_SPOOL` that another
+        console or key took first (`spool.SpoolTaken`) gives this one a spool beside it, named
+        for this console and key."""
         from stalwart_agents import spool
 
         with self._feeds_lock:
             if self._log is None:
-                path = os.environ.get("STALWART_SPOOL")
-                if not path:
-                    named = hashlib.sha256(f"{self.url}\n{self.api_key}".encode()).hexdigest()
-                    path = str(spool.default_path().with_name(f"decisions-{named[:16]}.sqlite3"))
-                self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
+                named = hashlib.sha256(f"{self.url}\n{self.api_key}".encode()).hexdigest()[:16]
+                given = os.environ.get("STALWART_SPOOL")
+                if not given:
+                    path = spool.default_path().with_name(f"decisions-{named}.sqlite3")
+                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
+                    return self._log[0]
+                try:
+                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=given)
+                except spool.SpoolTaken:
+                    taken = Path(given)
+                    path = taken.with_name(f"{taken.stem}-{named}{taken.suffix}")
+                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
             return self._log[0]
 
     def feed(self, agent: str = "") -> connected.BundleFeed:

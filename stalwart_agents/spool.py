@@ -31,6 +31,7 @@ records what the runtime decided, and the runtime keeps deciding (and failing cl
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -80,6 +81,10 @@ CREATE TABLE IF NOT EXISTS parked (
     reason TEXT NOT NULL,
     parked REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS owner (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    digest TEXT NOT NULL
+);
 """
 
 
@@ -102,6 +107,15 @@ class SpoolError(Exception):
 
 class SpoolFull(SpoolError):
     """The spool holds its cap of records waiting: this record was not written."""
+
+
+class SpoolTaken(SpoolError):
+    """The spool is another console's or API key's: its records are not this shipper's to send."""
+
+
+def owner_of(url: str, api_key: str) -> str:
+    """Who a spool's records are for: a digest of the console's url and the API key."""
+    return hashlib.sha256(f"{url}\n{api_key}".encode()).hexdigest()
 
 
 def default_path() -> Path:
@@ -270,6 +284,26 @@ class Spool:
                 self._count -= 1
                 self._bytes -= int(row[2])
         log.error("a decision-log record the console refuses was parked: %s", reason[:500])
+
+    def claim(self, owner: str) -> None:
+        """Make the spool `owner`'s (`owner_of`), the first time; `SpoolTaken` when it is
+        another's already: a shipper sends what waits in the spool with its own key, so two keys
+        sharing one file would send each other's records to each other's organisation."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT digest FROM owner").fetchone()
+                if row is None:
+                    self._db.execute("INSERT INTO owner (only, digest) VALUES (1, ?)", (owner,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        if row is not None and row[0] != owner:
+            raise SpoolTaken(
+                f"the decision-log spool {self.path} holds the records of another console or "
+                "API key: give each its own"
+            )
 
     def pending(self) -> int:
         """How many records wait to be shipped."""
@@ -509,9 +543,15 @@ def decision_log(
 ) -> tuple[Spool, Shipper]:
     """A spool at `path` (or `default_path()`) and its shipper to the console at `url`, started:
     give the spool to a session as its `sink`. `options` are `Spool`'s caps and `Shipper`'s
-    batch, interval, linger, timeout, backoff and organisation."""
+    batch, interval, linger, timeout, backoff and organisation. The spool is this console's and
+    key's from its first use on (`Spool.claim`): `SpoolTaken` when it is another's."""
     spool_options = {
         k: options.pop(k) for k in ("max_records", "max_bytes", "synchronous") if k in options
     }
     spool = Spool(path, **spool_options)
+    try:
+        spool.claim(owner_of(url, api_key))
+    except SpoolTaken:
+        spool.close()
+        raise
     return spool, Shipper(spool, url=url, api_key=api_key, **options).start()

@@ -924,3 +924,46 @@ def test_a_local_sessions_firewall_calls_reach_the_feed_and_the_sequence_matcher
             pass
     alert = Event.objects.get(organisation=console["organisation"], source="sequence")
     assert (alert.rule, alert.session) == ("exfil chain", session.id)
+
+
+def test_two_keys_given_one_spool_never_ship_one_organisations_records_into_another(
+    console,  # noqa: ANN001
+    outsider,  # noqa: ANN001
+    other_organisation,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+    tmp_path,  # noqa: ANN001
+):
+    """`STALWART_SPOOL` names one file; two clients of two organisations in one host (a gateway
+    serving two tenants) must not ship each other's records: a spool is its console's and key's,
+    and the second key's records go to a spool of its own beside it."""
+    from console import bundles
+    from console import services as console_services
+    from console.models import Event
+
+    monkeypatch.setenv("STALWART_SPOOL", str(tmp_path / "decisions.sqlite3"))
+    _, their_key = console_services.api_key_create(
+        actor=actor_for(outsider, other_organisation), name="runtime", role="editor"
+    )
+    theirs = Client(
+        url=console["url"],
+        api_key=their_key,
+        decide="local",
+        bundle_key=bundles.public_key(other_organisation.pk),
+        wait=5.0,
+    )
+    with theirs, local_client(console) as ours:
+        theirs.session("assistant", catalogue=inbox_catalogue())  # their spool, shipping
+        session = ours.session("assistant", catalogue=inbox_catalogue())
+        assert ours.decision_log().path != theirs.decision_log().path
+        ours._log[1].stop()  # our records wait in our spool: only another shipper could send them
+        session.check_tool_call("delete_everything", {})
+        time.sleep(1.5)
+        assert not Event.objects.filter(organisation=other_organisation, source="runtime").exists()
+        ours._log[1].start()
+        until(
+            lambda: Event.objects.filter(
+                organisation=console["organisation"], tool="delete_everything"
+            ).exists(),
+            10.0,
+        )

@@ -443,3 +443,23 @@ def test_a_shipper_that_cannot_reach_the_console_still_checkpoints(tmp_path):
     finally:
         shipper.stop()
     assert spool.pending() == 1 and shipper.failures >= 1
+
+
+def test_a_spool_is_one_console_and_keys_and_refuses_another(tmp_path):
+    """A shipper sends what waits in its spool with its own key: a spool file is claimed by the
+    first console and key that ships it, and another is refused it (its records would otherwise
+    go to the other key's organisation). The same one may open it again (a restart)."""
+    from stalwart_agents.spool import SpoolTaken, decision_log
+
+    path = tmp_path / "decisions.sqlite3"
+    url = "http://127.0.0.1:9"
+    spool, shipper = decision_log(url=url, api_key="key-a", path=path)
+    shipper.stop()
+    spool.close()
+    with pytest.raises(SpoolTaken, match="another console or API key"):
+        decision_log(url=url, api_key="key-b", path=path)
+    with pytest.raises(SpoolTaken):
+        decision_log(url="http://127.0.0.1:10", api_key="key-a", path=path)
+    again, shipper = decision_log(url=url, api_key="key-a", path=path)
+    shipper.stop()
+    again.close()
