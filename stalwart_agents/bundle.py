@@ -372,7 +372,9 @@ def _pairs(items: Any, first: str, second: str, what: str) -> frozenset[tuple[st
 def verify_bundle(envelope: Any, key: VerifyKey, *, agent: str | None = None) -> Bundle:
     """The bundle, once its form, its signature and its version verify; `BundleRefused` else.
 
-    `agent`, when given, must be the agent the bundle was made for (or the bundle made for all).
+    `agent`, when given, must be the agent the bundle was made for (or the bundle made for all);
+    given as `""`, only the bundle made for all is taken (another agent's leaves out the
+    switches and holds of every other agent).
     """
     envelope = _well_formed(envelope)
     signature = envelope["signature"]

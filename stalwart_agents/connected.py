@@ -179,7 +179,8 @@ class BundleFeed:
             return
         try:
             envelope = json.loads(body)
-            found = bundles.verify_bundle(envelope, self.key, agent=self.agent or None)
+            # a feed of no agent's name takes only the bundle made for all agents
+            found = bundles.verify_bundle(envelope, self.key, agent=self.agent)
             bundles.verify_fresh(fresh, self.key, found, nonce)
         except (ValueError, bundles.BundleRefused) as exc:
             with self._lock:

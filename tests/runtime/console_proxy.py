@@ -28,6 +28,7 @@ class ConsoleProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.tamper: Any = None  # a function that edits a bundle (a dict) before it is forwarded
+        self.rewrite: Any = None  # a function that edits a request's path before it is forwarded
         self.bundles_served = 0
         self.bundle_requests = 0  # every GET of a bundle, whatever was answered
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request forwarded
@@ -71,8 +72,9 @@ class ConsoleProxy:
                         "User-Agent",
                     )
                 }
+                path = proxy.rewrite(self.path) if proxy.rewrite is not None else self.path
                 request = urllib.request.Request(
-                    proxy.upstream + self.path, data=body, method=self.command, headers=headers
+                    proxy.upstream + path, data=body, method=self.command, headers=headers
                 )
                 try:
                     with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310

@@ -967,3 +967,34 @@ def test_two_keys_given_one_spool_never_ship_one_organisations_records_into_anot
             ).exists(),
             10.0,
         )
+
+
+def test_a_session_of_no_named_agent_takes_no_other_agents_bundle(console):  # noqa: ANN001
+    """An agent's bundle holds only that agent's switches and holds. The feed of a session with
+    no agent's name is given the organisation's whole bundle, so it must refuse one made for a
+    named agent: whoever sits between it and the console (asking, with this runtime's own
+    request, for `?agent=other`) would otherwise leave out what was switched off for it."""
+    from console.models import ToolSwitch
+
+    ToolSwitch.objects.create(
+        organisation=console["organisation"], agent="", tool="get_order", reason="x"
+    )
+    with local_client(console) as client:
+        check = client.session("", catalogue=inbox_catalogue()).check_tool_call(
+            "get_order", {"order_id": "A1"}
+        )
+        assert (check.decision, check.reasons) == ("refuse", ["tool_disabled"])
+
+    def other_agents(path: str) -> str:
+        base, _, query = path.partition("?")
+        if base != "/v1/bundle":
+            return path
+        return "/v1/bundle?" + "&".join(part for part in ("agent=other", query) if part)
+
+    proxy = ConsoleProxy(console["url"])
+    proxy.rewrite = other_agents
+    with pytest.raises(SelectorUnavailableError, match="bundle.agent"):
+        with local_client(console, url=proxy.url) as client:
+            client.session("", catalogue=inbox_catalogue()).check_tool_call(
+                "get_order", {"order_id": "A1"}
+            )
