@@ -2,8 +2,9 @@
 
 A body is refused before any view or database sees it when it is larger than
 `STALWART_API_MAX_BODY_BYTES` (413), not UTF-8, not JSON, not an object at the top, nested deeper
-than `STALWART_API_MAX_JSON_DEPTH`, or holds a NUL or a lone surrogate in any key or string (which
-PostgreSQL's `jsonb` and text columns cannot store). Every refusal names the field path
+than `STALWART_API_MAX_JSON_DEPTH`, holds a NUL or a lone surrogate in any key or string (which
+PostgreSQL's `jsonb` and text columns cannot store), or a number too large for a float (`1e400`,
+which Python reads as infinity and no JSON store keeps). Every refusal names the field path
 (`arguments.pad`, `rules[0].when`). Form and multipart bodies get the same text check.
 
 Only a `\\u` escape writes a NUL or a lone surrogate into a parsed string, so a body whose text
@@ -18,6 +19,7 @@ event: a malformed call is an attempt the security team must see.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import re2
@@ -146,6 +148,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"`{name}` is not JSON")
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"`{text[:40]}` is a number too large to keep")
+    return number
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object, or `MalformedBody` naming what is wrong and where."""
     max_depth = int(settings.STALWART_API_MAX_JSON_DEPTH)
@@ -154,7 +163,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise MalformedBody("body", f"not UTF-8 at byte {exc.start}") from exc
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError as exc:
         raise MalformedBody("body", f"nests deeper than {max_depth} levels") from exc
     except json.JSONDecodeError as exc:

@@ -277,3 +277,14 @@ def test_a_firewall_decision_names_its_stage_and_verdict(send, organisation):
     ]
     kept = Event.objects.get(record_id=egress["id"])
     assert (kept.stage, kept.verdict, kept.match_state) == ("egress", "deny", MatchState.PENDING)
+
+
+def test_a_number_past_what_json_can_hold_is_refused_not_a_server_error(send, organisation):
+    """`1e400` is JSON's grammar but no number any store keeps (Python reads it as infinity,
+    which PostgreSQL's JSON refuses): the body is refused at the edge (400, kept as unreadable)
+    rather than failing the batch's write with a 500 that a shipper would send again forever."""
+    body = json.dumps({"records": [record(detail={"x": 1})]}).replace('"x": 1', '"x": 1e400')
+    response = send()(body, raw=True)
+    assert response.status_code == 400, response.content
+    kept = Event.objects.get(organisation=organisation)
+    assert kept.match_state == MatchState.UNREADABLE
