@@ -618,7 +618,8 @@ def _console(raw: Any, reader: _Reader) -> tuple[str | None, str | None]:
 
 
 class MissingVariable(Exception):
-    """A `${NAME}` the environment does not hold; the message names the key, never a value."""
+    """A `${NAME}` the environment does not hold, or a header it fills with a value HTTP cannot
+    carry; the message names the key, never a value."""
 
 
 def resolve(templates: Mapping[str, str], environ: Mapping[str, str], where: str) -> dict[str, str]:
@@ -635,4 +636,26 @@ def resolve(templates: Mapping[str, str], environ: Mapping[str, str], where: str
             return environ[name]
 
         resolved[key] = REFERENCE.sub(fill, text)
+    return resolved
+
+
+#: A header value HTTP can carry as the gateway sends it: visible ASCII, with spaces or tabs only
+#: between visible characters (RFC 9110's field value, without its obsolete bytes).
+HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+
+
+def resolve_headers(
+    templates: Mapping[str, str], environ: Mapping[str, str], where: str
+) -> dict[str, str]:
+    """`resolve` for HTTP headers. A value HTTP cannot carry (a secret read from a file with its
+    line break kept, say) raises `MissingVariable` naming the header: the HTTP library's own
+    error would spell the value out, into the log, the console's report and the client's
+    errors."""
+    resolved = resolve(templates, environ, where)
+    for key, value in resolved.items():
+        if not HEADER_VALUE.fullmatch(value):
+            raise MissingVariable(
+                f"{where}.{key}: the value is not one HTTP can carry (a line break, a control "
+                "character, a space at either end, or a character outside ASCII)"
+            )
     return resolved

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from . import pins as pinning
-from .config import MissingVariable, ServerConfig, resolve
+from .config import MissingVariable, ServerConfig, resolve, resolve_headers
 
 log = logging.getLogger("stalwart.gateway")
 
@@ -105,7 +105,7 @@ class Upstream:
             return StdioServerParameters(
                 command=server.command, args=list(server.args), env=env, cwd=server.cwd
             )
-        headers = resolve(server.headers, self.environ, f"{where}.headers")
+        headers = resolve_headers(server.headers, self.environ, f"{where}.headers")
         http = create_mcp_http_client(headers=headers or None)
         return http, streamable_http_client(server.url or "", http_client=http)
 

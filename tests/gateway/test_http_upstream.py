@@ -128,3 +128,44 @@ def test_an_http_server_that_goes_away_is_reached_again_when_it_is_back(
     assert "the server `web`" in down.content[0].text
     assert not back.is_error, back.content
     assert back.content[0].text == "authorised" and connections == 2
+
+
+def test_a_header_value_that_cannot_be_sent_is_refused_without_showing_it(
+    tmp_path, monkeypatch, caplog, capsys
+) -> None:  # noqa: ANN001
+    """A header filled from the environment with a value HTTP cannot carry (a secret read from a
+    file, its line break kept) is refused naming the header, never spelling the value: not to the
+    client, not in the log, not in what the console is told."""
+    port = free_port()
+    server = _serve_web(port)
+    try:
+        path = tmp_path / "gateway.yaml"
+        path.write_text(
+            "servers:\n  web:\n"
+            f"    url: http://127.0.0.1:{port}/mcp\n"
+            "    timeout: 10\n"
+            "    headers: {Authorization: 'Bearer ${GATEWAY_TEST_TOKEN}'}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setenv("GATEWAY_TEST_TOKEN", SECRET)
+        assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+        caplog.set_level(logging.DEBUG)
+        for value in (f"{SECRET}\n", f"{SECRET} ", f"{SECRET}\r\nX-Other: 1"):
+            monkeypatch.setenv("GATEWAY_TEST_TOKEN", value)
+
+            async def run():  # noqa: ANN202
+                async with Gateway(load_config(path)) as gateway:
+                    return await gateway.call_tool("web.whoami", {}), gateway.state()
+
+            result, state = anyio.run(run)
+            assert result.is_error
+            shown = result.content[0].text
+            assert "servers.web.headers.Authorization" in shown, shown
+            assert SECRET not in shown
+            assert SECRET not in str(state)
+            assert "servers.web.headers.Authorization" in state["web"]["error"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    captured = capsys.readouterr()
+    assert SECRET not in caplog.text + captured.out + captured.err
