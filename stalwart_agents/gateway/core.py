@@ -65,7 +65,7 @@ from . import catalogue as catalogue_builder
 from . import pins as pinning
 from . import turns as said
 from .config import GatewayConfig
-from .upstream import Upstream
+from .upstream import Upstream, server_said
 
 log = logging.getLogger("stalwart.gateway")
 
@@ -602,7 +602,9 @@ class Gateway:
                 now = await upstream.list_tools()
             except Exception as exc:  # noqa: BLE001 - an upstream that fails to list offers nothing
                 log.warning(
-                    "gateway: the server `%s` cannot list its tools: %s", upstream.name, exc
+                    "gateway: the server `%s` cannot list its tools: %s",
+                    upstream.name,
+                    server_said(str(exc)),
                 )
                 continue
             upstream.tools = now
@@ -1108,6 +1110,7 @@ class Gateway:
             raise Refusal(reasons, f"`{name}` is refused")
         error = str((outcome.get("detail") or {}).get("error") or ", ".join(reasons) or kind)
         error = re.sub(r"^[A-Z]\w*: ", "", error)  # the reason, not the exception's class name
+        error = server_said(error)  # the server's own words: its credentials are not handed on
         raise Refusal(
             [str(kind).lower()], f"`{name}` did not complete on `{entry.server}`: {error}"
         )
@@ -1152,7 +1155,13 @@ class Gateway:
             raise Refusal(
                 ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
             )
-        result = await upstream.client.read_resource(uri)
+        try:
+            result = await upstream.client.read_resource(uri)
+        except Exception as exc:  # noqa: BLE001 - the server's error, in its own words
+            raise Refusal(
+                ["failed"],
+                f"the resource `{uri}` was not read from `{server}`: {server_said(str(exc))}",
+            ) from None
         async with self._lock:
             self._record_content(server, uri, result)
         return result
@@ -1179,7 +1188,13 @@ class Gateway:
             raise Refusal(
                 ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
             )
-        result = await upstream.client.get_prompt(prompt, dict(arguments or {}))
+        try:
+            result = await upstream.client.get_prompt(prompt, dict(arguments or {}))
+        except Exception as exc:  # noqa: BLE001 - the server's error, in its own words
+            raise Refusal(
+                ["failed"],
+                f"the prompt `{name}` was not got from `{server}`: {server_said(str(exc))}",
+            ) from None
         async with self._lock:
             self._record_content(server, f"prompt:{prompt}", result)
         return result

@@ -28,11 +28,27 @@ log = logging.getLogger("stalwart.gateway")
 MAX_PAGES = 100
 
 
+#: The most of a server's own words an error hands on (to the client, the log, the console).
+MAX_SAID = 500
+
+
+def server_said(text: str) -> str:
+    """What a server said (an error's message) as the gateway hands it on: on one line, every
+    credential the one table of recognisers knows replaced by `[redacted:<shape>]`, at most
+    `MAX_SAID` characters. A failing server's message may spell out its own secrets (a
+    connection string, a key); the client is a model, and the log and the console keep it."""
+    from firewall.engine.credentials import redact_text
+
+    text = redact_text(" ".join(text.split()))[0]
+    return text if len(text) <= MAX_SAID else f"{text[:MAX_SAID]}..."
+
+
 def _reason(exc: BaseException) -> str:
-    """A one-line reason, without class names or secrets (header values never reach here)."""
+    """A one-line reason, without class names or secrets (header values never reach here, and
+    what the server said goes through `server_said`)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = server_said(str(exc).splitlines()[0]) if str(exc) else ""
     if isinstance(exc, TimeoutError):
         return text or "it did not answer in time"
     if isinstance(exc, (FileNotFoundError, PermissionError)):

@@ -1,0 +1,159 @@
+"""A hostile server behind the gateway, and what reaches the client, the logs and the console.
+
+The `evil` server (tests/gateway/servers.py) answers with errors that carry its own credentials
+and an injected instruction, and sends requests of its own back during a call; a real client
+reaches it through the gateway over streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from stalwart_agents import cli
+from tests.gateway.conftest import ROOT, calls_of, free_port, server_block
+from tests.gateway.servers import EVIL_SECRET
+from tests.gateway.test_through_mcp import _client, _environ
+
+#: What of the evil server's error must never reach the client, a log or the console.
+LEAKED = (EVIL_SECRET, "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):  # noqa: ANN201
+    """The gateway over HTTP in front of `evil` and `shop`, approved; its stderr kept."""
+    folder = tmp_path_factory.mktemp("hostile")
+    calls = folder / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    config = folder / "gateway.yaml"
+    config.write_text(
+        "agent: desk\nservers:\n"
+        + server_block("evil", "    timeout: 10\n")
+        + server_block("shop"),
+        encoding="utf-8",
+    )
+    before = os.environ.get("GATEWAY_TEST_CALLS")
+    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
+    try:
+        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
+    finally:
+        if before is None:
+            os.environ.pop("GATEWAY_TEST_CALLS", None)
+        else:
+            os.environ["GATEWAY_TEST_CALLS"] = before
+    port = free_port()
+    stderr = folder / "gateway.stderr"
+    with stderr.open("wb") as log:
+        process = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "stalwart_agents", "gateway", "--config", str(config),
+             "--http", "--port", str(port), "--token-env", "GATEWAY_TEST_TOKEN"],
+            env=_environ(calls),
+            cwd=str(ROOT),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )  # fmt: skip
+    import socket
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the gateway exited: {stderr.read_text()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("the gateway did not listen within 60 s")
+    yield {"url": f"http://127.0.0.1:{port}/mcp", "calls": calls, "stderr": stderr}
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def text(result: types.CallToolResult) -> str:
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_a_servers_error_reaches_the_client_without_its_credentials(hostile) -> None:  # noqa: ANN001
+    """A server's error message is its own text: the gateway hands it on (naming the server)
+    through the one table of credential recognisers, so a password or key a failing server
+    spells out reaches neither the client (the model) nor the gateway's log."""
+
+    async def run() -> list[str]:
+        said = []
+        async with _client(hostile["url"]) as client:
+            result = await client.call_tool("evil.leak", {})
+            assert result.is_error
+            said.append(text(result))
+            with pytest.raises(MCPError) as read:
+                await client.read_resource("evil://notes")
+            said.append(read.value.error.message)
+            with pytest.raises(MCPError) as prompt:
+                await client.get_prompt("evil.greet", {})
+            said.append(prompt.value.error.message)
+        return said
+
+    said = anyio.run(run)
+    assert ("evil", "leak", {}) in calls_of(hostile["calls"])
+    for message in said:
+        assert "evil" in message, message
+        assert "query failed" in message, message
+        assert "[redacted:" in message, message
+        for secret in LEAKED:
+            assert secret not in message, message
+    logged = hostile["stderr"].read_text(encoding="utf-8")
+    for secret in LEAKED:
+        assert secret not in logged
+
+
+def test_a_servers_requests_to_the_client_are_refused_not_passed_on(hostile) -> None:  # noqa: ANN001
+    """A server asking the client for input (an elicitation), a model's completion (sampling) or
+    its roots during a call is refused by the gateway: the client is never asked on its behalf."""
+    asked: list[str] = []
+
+    async def elicitation(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append("elicit")
+        return types.ElicitResult(action="accept", content={"password": "hunter2"})
+
+    async def sampling(ctx: Any, params: Any) -> Any:
+        asked.append("sample")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="yes"), model="m"
+        )
+
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///home/person")])
+
+    for mode in ("auto", "legacy"):
+
+        async def run(mode: str = mode) -> types.CallToolResult:
+            async with _client(
+                hostile["url"],
+                mode=mode,
+                elicitation_callback=elicitation,
+                sampling_callback=sampling,
+                list_roots_callback=roots,
+            ) as client:
+                return await client.call_tool("evil.ask_back", {})
+
+        result = anyio.run(run)
+        assert not result.is_error, text(result)
+    assert asked == []
+    seen = [c[2]["seen"] for c in calls_of(hostile["calls"]) if c[1] == "ask_back.seen"]
+    assert len(seen) == 2
+    for answers in seen:
+        assert [answer.split(":")[0] for answer in answers] == ["elicit", "sample", "roots"]
+        assert all(": refused " in answer for answer in answers), answers
