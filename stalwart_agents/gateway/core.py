@@ -130,6 +130,14 @@ def error_result(reasons: list[str], message: str) -> types.CallToolResult:
     )
 
 
+def handed_on(result: Any) -> Any:
+    """A server's result as the gateway hands it to the client: without its `_meta`. That is the
+    answering server's word about the exchange (the 2026-07-28 `serverInfo` stamp, which the SDK
+    adds only where a result has none; keys of the gateway's own `stalwart/` prefix), and the
+    gateway is the one answering the client, as the client's `_meta` never reaches a server."""
+    return result if result.meta is None else result.model_copy(update={"meta": None})
+
+
 def _shown(value: Any) -> tuple[str, int]:
     """A value as the question shows it (every character visible), and how many characters of
     it are not shown."""
@@ -1103,8 +1111,8 @@ class Gateway:
             result = outcome.get("result")
             held = returned.get(id(result))
             if held is not None and held[0] is result:
-                return held[1]
-            return types.CallToolResult.model_validate(result or {"content": []})
+                return handed_on(held[1])
+            return handed_on(types.CallToolResult.model_validate(result or {"content": []}))
         reasons = [str(r) for r in outcome.get("reasons") or []]
         if kind in ("REFUSED", "REJECTED", "CONFIRM"):
             raise Refusal(reasons, f"`{name}` is refused")
@@ -1164,7 +1172,7 @@ class Gateway:
             ) from None
         async with self._lock:
             self._record_content(server, uri, result)
-        return result
+        return handed_on(result)
 
     async def list_prompts(self) -> list[types.Prompt]:
         found = []
@@ -1197,4 +1205,4 @@ class Gateway:
             ) from None
         async with self._lock:
             self._record_content(server, f"prompt:{prompt}", result)
-        return result
+        return handed_on(result)

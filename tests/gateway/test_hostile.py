@@ -157,3 +157,27 @@ def test_a_servers_requests_to_the_client_are_refused_not_passed_on(hostile) -> 
     for answers in seen:
         assert [answer.split(":")[0] for answer in answers] == ["elicit", "sample", "roots"]
         assert all(": refused " in answer for answer in answers), answers
+
+
+def test_a_servers_result_meta_does_not_reach_the_client(hostile) -> None:  # noqa: ANN001
+    """A result's `_meta` is the answering server's word about the exchange (the 2026-07-28
+    `serverInfo` stamp, which the SDK adds only where a result has none): the server behind the
+    gateway does not write it. A forged stamp in the gateway's name, or a `stalwart/` key, is
+    dropped, as the client's `_meta` is never forwarded to a server."""
+
+    async def run(mode: str) -> list[dict[str, Any] | None]:
+        async with _client(hostile["url"], mode=mode) as client:
+            result = await client.call_tool("evil.stamp", {})
+            assert not result.is_error and text(result) == "stamped"
+            read = await client.read_resource("evil://stamped")
+            assert read.contents[0].text == "stamped"
+            return [result.meta, read.meta]
+
+    for mode in ("auto", "legacy"):
+        for meta in anyio.run(run, mode):
+            meta = meta or {}
+            assert "stalwart/decision" not in meta, meta
+            stamp = meta.get(types.SERVER_INFO_META_KEY) or {}
+            assert stamp.get("version") != "forged", meta
+            if stamp:  # a 2026-07-28 result: stamped by the gateway itself
+                assert stamp == {"name": "stalwart-gateway", "version": "1"}, meta
