@@ -90,6 +90,11 @@ ORIGIN_WORDS = {
 PENDING_TTL = 900.0
 MAX_PENDING = 1_000
 MAX_SHOWN = 400
+#: Calls that may wait in the console's approvals queue at once, each on a worker thread of its
+#: own for up to `approval_timeout`; one more is refused at once. They have threads of their own
+#: (not the 40 every other `to_thread` call shares), so however many a client sends, the checks
+#: against the console and the reports to it go on.
+MAX_WAITING = 32
 
 #: elicit(message, schema) -> the client's answer, for a client with a back-channel.
 Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
@@ -387,6 +392,7 @@ class Gateway:
         self.resources: dict[str, str] = {}  # uri -> server
         self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
+        self._waiting = anyio.CapacityLimiter(MAX_WAITING)  # calls in the console's queue
         self._group: Any = None
         self.reporter: Reporter | None = None
         for upstream in self.upstreams.values():
@@ -961,9 +967,16 @@ class Gateway:
 
     async def _queued(self, session: Session, name: str, check: Check, reasons: list[str]) -> str:
         """The token of a person's yes in the console's approvals queue, or a `Refusal`."""
+        if self._waiting.available_tokens < 1:
+            raise Refusal(
+                reasons,
+                f"`{name}` was not asked: {MAX_WAITING} calls already wait for a person in the "
+                "console's queue",
+            )
         try:
             return await anyio.to_thread.run_sync(
-                lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout)
+                lambda: session.wait_for_approval(check, timeout=self.config.approval_timeout),
+                limiter=self._waiting,
             )
         except ApprovalDenied as exc:
             raise Refusal(reasons, f"`{name}` was not approved: {exc}") from None
