@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
+import httpx2
 import mcp
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -26,6 +27,44 @@ from .config import MissingVariable, ServerConfig, resolve, resolve_headers
 log = logging.getLogger("stalwart.gateway")
 
 MAX_PAGES = 100
+
+
+#: The largest body of one answer the gateway reads from a server over HTTP (a JSON answer; an
+#: event stream's events the SDK bounds one by one): the bound of a client's message on stdio.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    """A response's body as the transport gives it, cut off past `limit` bytes (an
+    `httpx2.StreamError`, which the SDK answers the call with, as a body it cannot read)."""
+
+    def __init__(self, stream: Any, limit: int, encoded: bool) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.encoded = encoded
+
+    async def __aiter__(self) -> Any:
+        if self.encoded:  # asked for as it is: a compressed body could be any size unpacked
+            raise httpx2.StreamError("the server's answer is compressed, which was not asked for")
+        read = 0
+        async for chunk in self.stream:
+            read += len(chunk)
+            if read > self.limit:
+                raise httpx2.StreamError(f"the server's answer is over {self.limit} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def _bound_answer(response: Any) -> None:
+    """The HTTP client's response hook: every answer but an event stream is read within
+    `MAX_RESPONSE_BYTES`, and as it is (`Accept-Encoding: identity`)."""
+    kind = response.headers.get("content-type", "").lower()
+    if kind.startswith("text/event-stream"):
+        return
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    response.stream = _Bounded(response.stream, MAX_RESPONSE_BYTES, encoded)
 
 
 #: The most of a server's own words an error hands on (to the client, the log, the console).
@@ -122,7 +161,8 @@ class Upstream:
                 command=server.command, args=list(server.args), env=env, cwd=server.cwd
             )
         headers = resolve_headers(server.headers, self.environ, f"{where}.headers")
-        http = create_mcp_http_client(headers=headers or None)
+        http = create_mcp_http_client(headers={"Accept-Encoding": "identity", **headers})
+        http.event_hooks["response"].append(_bound_answer)
         return http, streamable_http_client(server.url or "", http_client=http)
 
     async def run(self) -> None:

@@ -4,7 +4,7 @@
     python -m tests.gateway.servers web      # fetch_page: a result carrying an injected instruction
     python -m tests.gateway.servers drift    # lookup: its description changes on the second list
     python -m tests.gateway.servers rug      # lookup, write_note, server_pid: poisoned at will
-    python -m tests.gateway.servers evil     # a hostile server: see `evil`
+    python -m tests.gateway.servers evil     # a hostile server: see `evil` (a port: over HTTP)
 
 A server whose environment names a file `GATEWAY_TEST_DOWN` that exists exits at once (a server
 that cannot be started again). Every tool call a server receives is appended to the file `GATEWAY_TEST_CALLS` names (one line,
@@ -335,6 +335,14 @@ def main() -> None:
         from mcp.server.stdio import stdio_server
 
         server = {"drift": drift, "rug": rug, "evil": evil}[kind]()
+        if kind == "evil" and len(sys.argv) > 2:  # streamable HTTP on the port given
+            import uvicorn
+            from starlette.middleware.gzip import GZipMiddleware
+
+            # compressed wherever the client accepts it: a large answer is a small body
+            app = GZipMiddleware(server.streamable_http_app(host="127.0.0.1"))
+            uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+            return
 
         async def run() -> None:
             async with stdio_server() as (read, write):

@@ -169,3 +169,57 @@ def test_a_header_value_that_cannot_be_sent_is_refused_without_showing_it(
         server.wait(timeout=10)
     captured = capsys.readouterr()
     assert SECRET not in caplog.text + captured.out + captured.err
+
+
+def test_an_answer_over_the_bound_is_refused_and_never_held_whole(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A server over HTTP answers a call with one JSON body, which the SDK reads whole (an event
+    stream's events it bounds one by one). A hostile server's answer of any size would be held
+    in the gateway's memory, and handed to the client: the gateway reads at most
+    `MAX_RESPONSE_BYTES` of it, compressed or not, and the call is refused."""
+    import socket
+
+    from stalwart_agents.gateway import upstream as upstream_module
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    port = free_port()
+    server = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "tests.gateway.servers", "evil", str(port)],
+        cwd=ROOT,
+        env={**__import__("os").environ, "GATEWAY_TEST_CALLS": str(calls)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert server.poll() is None, "the HTTP server exited"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        path = tmp_path / "gateway.yaml"
+        path.write_text(
+            f"servers:\n  evil:\n    url: http://127.0.0.1:{port}/mcp\n    timeout: 20\n",
+            encoding="utf-8",
+        )
+        assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+        bound = 1_000_000
+        monkeypatch.setattr(upstream_module, "MAX_RESPONSE_BYTES", bound)
+
+        async def run():  # noqa: ANN202
+            async with Gateway(load_config(path)) as gateway:
+                small = await gateway.call_tool("evil.huge", {"size": bound // 2})
+                large = await gateway.call_tool("evil.huge", {"size": 3 * bound})
+                after = await gateway.call_tool("evil.huge", {"size": 10})
+                return small, large, after
+
+        small, large, after = anyio.run(run)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert not small.is_error and len(small.content[0].text) == bound // 2
+    assert large.is_error, f"{len(large.content[0].text)} characters handed on"
+    assert "evil" in large.content[0].text and "bytes" in large.content[0].text
+    assert not after.is_error and after.content[0].text == "A" * 10
