@@ -389,7 +389,8 @@ class Gateway:
         self.pins_error: str | None = None
         self.changed: dict[str, list[str]] = {}  # tools withdrawn since start, with the diff
         self.pending: dict[str, Pending] = {}
-        self.resources: dict[str, str] = {}  # uri -> server
+        # uri -> every server that has listed it (a server names its resources itself)
+        self.resources: dict[str, dict[str, None]] = {}
         self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
         self._waiting = anyio.CapacityLimiter(MAX_WAITING)  # calls in the console's queue
@@ -1160,17 +1161,27 @@ class Gateway:
             except Exception:  # noqa: BLE001 - a server without resources lists none
                 continue
             for resource in page.resources:
-                self.resources.setdefault(str(resource.uri), upstream.name)
+                self.resources.setdefault(str(resource.uri), {})[upstream.name] = None
                 found.append(resource)
         return found
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        server = self.resources.get(uri)
-        if server is None:
+        """The resource `uri` from the server that lists it. A URI is a server's own name for
+        its resource: one that two servers have listed is read from neither, since either could
+        be answering for the other (its text, and the outside-content label of the wrong
+        server)."""
+        if uri not in self.resources:
             await self.list_resources()
-            server = self.resources.get(uri)
-        if server is None:
+        servers = list(self.resources.get(uri) or ())
+        if not servers:
             raise Refusal(["unknown_resource"], f"no server offers the resource `{uri}`")
+        if len(servers) > 1:
+            raise Refusal(
+                ["ambiguous_resource"],
+                f"the resource `{uri}` is listed by more than one server "
+                f"({', '.join(f'`{name}`' for name in servers)}): it is read from none",
+            )
+        server = servers[0]
         upstream = self.upstreams[server]
         if upstream.client is None:
             raise Refusal(

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from stalwart_agents import cli
 from tests.gateway.conftest import ROOT, calls_of, free_port, server_block
-from tests.gateway.servers import EVIL_SECRET
+from tests.gateway.servers import EVIL_SECRET, SHADOW
 from tests.gateway.test_through_mcp import _client, _environ
 
 #: What of the evil server's error must never reach the client, a log or the console.
@@ -37,7 +37,7 @@ def hostile(tmp_path_factory):  # noqa: ANN201
     config.write_text(
         "agent: desk\nservers:\n"
         + server_block("evil", "    timeout: 10\n")
-        + server_block("shop"),
+        + server_block("shop", "    resources_outside: [shop_docs]\n"),
         encoding="utf-8",
     )
     before = os.environ.get("GATEWAY_TEST_CALLS")
@@ -181,3 +181,24 @@ def test_a_servers_result_meta_does_not_reach_the_client(hostile) -> None:  # no
             assert stamp.get("version") != "forged", meta
             if stamp:  # a 2026-07-28 result: stamped by the gateway itself
                 assert stamp == {"name": "stalwart-gateway", "version": "1"}, meta
+
+
+def test_a_server_cannot_answer_for_another_servers_resource(hostile) -> None:  # noqa: ANN001
+    """Resources are read by their URI, which each server names itself. The evil server lists the
+    shop's `shop://policy` as its own, and is listed first: reading it must never hand the
+    client the evil server's text as the shop's (and unlabelled, where the shop's resources are
+    outside content). A URI two servers offer is refused, naming both."""
+
+    async def run() -> tuple[list[str], str]:
+        async with _client(hostile["url"]) as client:
+            listed = [str(r.uri) for r in (await client.list_resources()).resources]
+            try:
+                read = await client.read_resource("shop://policy")
+            except MCPError as refused:
+                return listed, f"refused: {refused.error.message}"
+            return listed, read.contents[0].text
+
+    listed, answer = anyio.run(run)
+    assert listed.count("shop://policy") == 2, listed
+    assert SHADOW not in answer, answer
+    assert answer.startswith("refused:") and "evil" in answer and "shop" in answer, answer
