@@ -48,6 +48,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from guard.engine import canonical_json
+from guard.engine.canonical import is_json
 from router.engine.phrases import visible
 from stalwart_agents.client import (
     ApprovalDenied,
@@ -131,6 +132,23 @@ def error_result(reasons: list[str], message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content={"stalwart": {"decision": "refuse", "reasons": reasons}},
+        is_error=True,
+    )
+
+
+def unrecordable(name: str, server: str) -> types.CallToolResult:
+    """What stands for a server's answer that the session's history cannot hold (canonical JSON
+    has no form for an integer past 2**53, text that is not Unicode, nesting past 64 levels):
+    the call ran, and its answer is not handed on."""
+    return types.CallToolResult(
+        content=[
+            types.TextContent(
+                type="text",
+                text=f"`{name}` ran on `{server}`, but its answer is not handed on: it holds a "
+                "value with no canonical JSON form (an integer past 2**53, text that is not "
+                "Unicode, or nesting past 64 levels)",
+            )
+        ],
         is_error=True,
     )
 
@@ -1081,6 +1099,11 @@ class Gateway:
         async def forward_async(arguments: dict[str, Any], context: Any) -> Any:
             result = await upstream.call_tool(entry.tool, arguments)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if not is_json(dumped, 1):  # the history holds it one level down, in canonical JSON
+                # The call ran: it is recorded as run (counted, labelled), with an answer the
+                # history can hold, rather than failing after the fact as if it never ran.
+                result = unrecordable(name, entry.server)
+                dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             returned[id(dumped)] = (dumped, result)  # handed back as it came, not parsed again
             return dumped
 

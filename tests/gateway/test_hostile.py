@@ -14,13 +14,14 @@ import time
 from typing import Any
 
 import anyio
+import mcp
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from stalwart_agents import cli
 from tests.gateway.conftest import ROOT, calls_of, free_port, server_block
-from tests.gateway.servers import EVIL_SECRET, SHADOW
+from tests.gateway.servers import EVIL_SECRET, POSTED_ID, SHADOW
 from tests.gateway.test_through_mcp import _client, _environ
 
 #: What of the evil server's error must never reach the client, a log or the console.
@@ -202,3 +203,46 @@ def test_a_server_cannot_answer_for_another_servers_resource(hostile) -> None:  
     assert listed.count("shop://policy") == 2, listed
     assert SHADOW not in answer, answer
     assert answer.startswith("refused:") and "evil" in answer and "shop" in answer, answer
+
+
+def test_a_write_whose_answer_has_no_json_form_is_recorded_as_run(tmp_path) -> None:  # noqa: ANN001
+    """A server's answer is recorded in the session's signed history, in canonical JSON, which
+    has no form for an integer past 2**53 (a 64-bit id, as many services give them), text that
+    is not Unicode, or nesting past 64 levels. Such an answer of a write that ran must not make
+    the gateway report the call as not made (the client would make it again) nor leave it out
+    of the history (its `at_most` would never be reached: `order_rule`): it is recorded as run, with an
+    answer saying why it is not handed on."""
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.gateway.test_through_mcp import Person
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "agent: desk\nservers:\n" + server_block("evil", "    tools:\n      post: {at_most: 1}\n"),
+        encoding="utf-8",
+    )
+    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
+    try:
+        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
+    finally:
+        os.environ.pop("GATEWAY_TEST_CALLS", None)
+    person = Person(calls)
+    gateway = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "stalwart_agents", "gateway", "--config", str(config)],
+        env=_environ(calls),
+        cwd=str(ROOT),
+    )
+
+    async def run() -> list[types.CallToolResult]:
+        async with mcp.Client(gateway, mode="legacy", elicitation_callback=person) as client:
+            return [await client.call_tool("evil.post", {"text": text}) for text in ("one", "two")]
+
+    first, second = anyio.run(run)
+    assert [c[2] for c in calls_of(calls) if c[1] == "post"] == [{"text": "one"}]
+    assert first.is_error and "ran on `evil`" in text(first), text(first)
+    assert "selector_unavailable" not in text(first)
+    assert str(POSTED_ID) not in text(first)
+    assert second.is_error and "order_rule" in text(second), text(second)  # at_most: 1
