@@ -152,6 +152,16 @@ def test_a_servers_requests_to_the_client_are_refused_not_passed_on(hostile) -> 
 
         result = anyio.run(run)
         assert not result.is_error, text(result)
+
+    async def input_required() -> types.CallToolResult:
+        async with _client(
+            hostile["url"], elicitation_callback=elicitation, sampling_callback=sampling
+        ) as client:
+            return await client.call_tool("evil.ask_back", {"input_required": True})
+
+    # ... nor when it asks in the 2026-07-28 way, with an input request in its answer
+    result = anyio.run(input_required)
+    assert result.is_error and "did not complete on `evil`" in text(result), text(result)
     assert asked == []
     seen = [c[2]["seen"] for c in calls_of(hostile["calls"]) if c[1] == "ask_back.seen"]
     assert len(seen) == 2
