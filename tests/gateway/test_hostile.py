@@ -256,3 +256,52 @@ def test_a_write_whose_answer_has_no_json_form_is_recorded_as_run(tmp_path) -> N
     assert "selector_unavailable" not in text(first)
     assert str(POSTED_ID) not in text(first)
     assert second.is_error and "order_rule" in text(second), text(second)  # at_most: 1
+
+
+def test_the_http_side_checks_host_origin_and_size_before_any_call(hostile) -> None:  # noqa: ANN001
+    """Served on 127.0.0.1, the gateway's HTTP side (the SDK's transport security, on for a
+    loopback host) answers a request carrying the bearer token but another Host (a DNS
+    rebinding) 421, another Origin (a web page) 403, a body over 4 MiB 413 and JSON nested
+    deeper than the parser takes a parse error: none of them reaches a server."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.gateway.test_through_mcp import TOKEN
+
+    calls = hostile["calls"]
+    before = calls.read_text(encoding="utf-8")
+
+    def post(body: bytes, **headers: str) -> tuple[int, bytes]:
+        request = urllib.request.Request(hostile["url"], data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "application/json, text/event-stream")
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+        for name, value in headers.items():
+            request.add_header(name.replace("_", "-"), value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read()
+        except urllib.error.URLError:  # the server answered and closed before the body was sent
+            return 413, b""
+
+    def call(arguments: Any) -> bytes:
+        return json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "shop.get_order", "arguments": arguments},
+            }
+        ).encode()
+
+    port = hostile["url"].split(":")[2].split("/")[0]
+    assert post(call({"order_id": "A1"}), Host=f"evil.example:{port}")[0] == 421
+    assert post(call({"order_id": "A1"}), Origin="http://evil.example")[0] == 403
+    assert post(call({"order_id": "A" * (5 * 1024 * 1024)}))[0] == 413
+    deep = call({"order_id": "A1"}).replace(b'"A1"', b"[" * 100_000 + b"]" * 100_000)
+    status, body = post(deep)
+    assert status == 400 and b"-32700" in body, (status, body[:200])
+    assert calls.read_text(encoding="utf-8") == before, "nothing reached a server"
