@@ -276,6 +276,48 @@ class BearerOnly:
         await send({"type": "http.response.body", "body": body})
 
 
+#: Seconds a connection has to send a request's headers, from when it opens or its last answer
+#: ends. uvicorn has no such bound, and the bearer token is read only once the headers are
+#: complete: anyone who can reach the port could otherwise hold connections (file descriptors
+#: of the gateway's) for ever, sending nothing, or a byte of headers now and then.
+HEADERS_WITHIN = 10.0
+
+
+def _headers_within(seconds: float) -> type:
+    """uvicorn's HTTP protocol (`auto`: httptools where installed), closing a connection with no
+    request under way `seconds` after it opened or its last answer ended."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeadersWithin(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+        _deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(seconds, self._late)
+
+        def _late(self) -> None:
+            cycle = getattr(self, "cycle", None)
+            under_way = cycle is not None and not cycle.response_complete
+            if not under_way and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeadersWithin
+
+
 async def serve_http(
     gateway: Gateway, *, host: str, port: int, token: str, ready: Any = None
 ) -> None:
@@ -287,7 +329,13 @@ async def serve_http(
     app = BearerOnly(server.streamable_http_app(host=host), token)
     # uvicorn's `http="auto"` takes httptools where it is installed (the `gateway` extra).
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        http=_headers_within(HEADERS_WITHIN),
     )
     web = uvicorn.Server(config)
     if ready is not None:

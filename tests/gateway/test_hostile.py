@@ -305,3 +305,49 @@ def test_the_http_side_checks_host_origin_and_size_before_any_call(hostile) -> N
     status, body = post(deep)
     assert status == 400 and b"-32700" in body, (status, body[:200])
     assert calls.read_text(encoding="utf-8") == before, "nothing reached a server"
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(hostile) -> None:  # noqa: ANN001
+    """Anyone who can reach the port -- without the bearer token, which is read only once a
+    request's headers are complete -- could open connections that send nothing, or headers
+    that never end, and hold each (a file descriptor of the gateway's) for ever. Each is closed
+    once `HEADERS_WITHIN` seconds pass without a request's headers."""
+    import socket
+
+    from stalwart_agents.gateway import server
+
+    within = getattr(server, "HEADERS_WITHIN", 10.0)
+    port = int(hostile["url"].split(":")[2].split("/")[0])
+    silent = socket.create_connection(("127.0.0.1", port))
+    partial = socket.create_connection(("127.0.0.1", port))
+    partial.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+
+    def closed(connection: socket.socket, trickle: bool) -> bool:
+        """Whether the gateway closes `connection` (sending a byte of headers a second if
+        `trickle`) before `within` + 10 s have passed."""
+        connection.settimeout(1)
+        started = time.monotonic()
+        with connection:
+            while time.monotonic() - started < within + 10:
+                try:
+                    if connection.recv(1024) == b"":
+                        return True
+                    return False  # answered: not what a request never finished gets
+                except TimeoutError:
+                    if trickle:
+                        try:
+                            connection.sendall(b"X")
+                        except OSError:
+                            return True
+                except OSError:
+                    return True
+        return False
+
+    assert closed(silent, trickle=False), f"silent: still open after {within + 10:g} s"
+    assert closed(partial, trickle=True), f"partial: still open after {within + 10:g} s"
+
+    async def still_served() -> types.CallToolResult:
+        async with _client(hostile["url"]) as client:
+            return await client.call_tool("shop.get_order", {"order_id": "A1"})
+
+    assert not anyio.run(still_served).is_error
