@@ -8,16 +8,17 @@ filled from the environment when the connection opens and are never logged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
 import httpx2
 import mcp
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -95,6 +96,40 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"{exc.strerror or text or 'the connection failed'}"
     return text or "the connection failed"
+
+
+#: The most of one line of a server's stderr read at once (a longer one is read in parts).
+MAX_STDERR_LINE = 4096
+
+
+@contextlib.contextmanager
+def _stderr_logged(name: str) -> Iterator[Any]:
+    """A pipe for the stderr of the server `name` the gateway starts, whose lines are logged as
+    that server's, quoted (`server_said`, as JSON text), from a thread of their own until the
+    server closes it. Left as it was, the server's stderr is the gateway's own, where a line it
+    writes reads as the gateway's (`gateway event: {...}`, a forged event)."""
+    import json
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def relay() -> None:
+        with os.fdopen(read_end, "rb") as lines:
+            while line := lines.readline(MAX_STDERR_LINE):
+                said = server_said(line.decode("utf-8", errors="replace"))
+                if said:
+                    log.info(
+                        "gateway: the server `%s` wrote on stderr: %s",
+                        name,
+                        json.dumps(said, ensure_ascii=False),
+                    )
+
+    threading.Thread(target=relay, name=f"stalwart-stderr-{name}", daemon=True).start()
+    errlog = os.fdopen(write_end, "w")
+    try:
+        yield errlog
+    finally:
+        errlog.close()  # the server holds its own end until it exits: then the relay ends
 
 
 #: Reconnection: the first attempt after a loss is made on the next call; after each failed
@@ -210,7 +245,8 @@ class Upstream:
                 async with http:
                     await self._serve(transport)
             else:
-                await self._serve(transport)
+                with _stderr_logged(self.name) as errlog:
+                    await self._serve(stdio_client(transport, errlog=errlog))
         except MissingVariable as exc:
             self.error = f"the server `{self.name}` is not configured: {exc}"
             self.configured = False

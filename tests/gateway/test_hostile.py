@@ -351,3 +351,19 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(hostile) -> None
             return await client.call_tool("shop.get_order", {"order_id": "A1"})
 
     assert not anyio.run(still_served).is_error
+
+
+def test_a_servers_stderr_cannot_forge_the_gateways_log(hostile) -> None:  # noqa: ANN001
+    """The gateway's events are lines of its stderr (`gateway event: {...}`, README). A server
+    it starts shares that stderr: what the server writes there is the gateway's log, named as
+    the server's and quoted, never a line that reads as the gateway's own."""
+    import re
+
+    from tests.gateway.servers import FORGED_EVENT
+
+    logged = hostile["stderr"].read_text(encoding="utf-8")
+    own = re.compile(r"^(?:\S+ \S+ stalwart\.gateway \w+ )?gateway event: ")
+    forged = [line for line in logged.splitlines() if own.match(line) and "forged" in line]
+    assert forged == [], forged
+    assert FORGED_EVENT not in logged.splitlines()
+    assert "the server `evil` wrote on stderr" in logged
