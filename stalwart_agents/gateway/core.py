@@ -136,6 +136,31 @@ def error_result(reasons: list[str], message: str) -> types.CallToolResult:
     )
 
 
+def outside_failure(server: str, labels: list[str], exc: BaseException | None) -> str:
+    """Why a call of a server whose words are outside content failed, in the gateway's words
+    only. Its error message is its words as much as a result is, but a failed call records no
+    result to label: an instruction injected there would reach the client unlabelled. The
+    client gets the error's code, or the gateway's own reason (no answer in time, the
+    connection gone)."""
+    from mcp.shared.exceptions import MCPError
+
+    code = exc.error.code if isinstance(exc, MCPError) else None
+    if code == types.REQUEST_TIMEOUT or isinstance(exc, TimeoutError):
+        why = "it did not answer in time"
+    elif code == types.CONNECTION_CLOSED:
+        why = "its connection closed"
+    elif code is not None:
+        why = f"it answered with error {code}"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror
+    else:
+        why = "the call failed"
+    return (
+        f"{why} (what `{server}` writes is outside content, {', '.join(labels)}: "
+        "its message is not handed on)"
+    )
+
+
 def unrecordable(name: str, server: str) -> types.CallToolResult:
     """What stands for a server's answer that the session's history cannot hold (canonical JSON
     has no form for an integer past 2**53, text that is not Unicode, nesting past 64 levels):
@@ -1096,8 +1121,14 @@ class Gateway:
         upstream = self.upstreams[entry.server]
         returned: dict[int, tuple[Any, types.CallToolResult]] = {}
 
+        failed: list[BaseException] = []  # what the forwarding raised, if it did
+
         async def forward_async(arguments: dict[str, Any], context: Any) -> Any:
-            result = await upstream.call_tool(entry.tool, arguments)
+            try:
+                result = await upstream.call_tool(entry.tool, arguments)
+            except Exception as exc:
+                failed.append(exc)
+                raise
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             if not is_json(dumped, 1):  # the history holds it one level down, in canonical JSON
                 # The call ran: it is recorded as run (counted, labelled), with an answer the
@@ -1156,11 +1187,31 @@ class Gateway:
         error = str((outcome.get("detail") or {}).get("error") or ", ".join(reasons) or kind)
         error = re.sub(r"^[A-Z]\w*: ", "", error)  # the reason, not the exception's class name
         error = server_said(error)  # the server's own words: its credentials are not handed on
+        labels = self._outside(name)
+        if failed and labels:
+            log.info("gateway: %s failed on `%s`: %s", name, entry.server, error)
+            error = outside_failure(entry.server, labels, failed[0])
         raise Refusal(
             [str(kind).lower()], f"`{name}` did not complete on `{entry.server}`: {error}"
         )
 
     # -- resources and prompts ------------------------------------------------------------------
+
+    def _outside(self, name: str) -> list[str]:
+        """The outside-content labels of the tool `name`'s results, as the catalogue holds them."""
+        for tool in self.catalogue.get("tools") or ():
+            if tool.get("name") == name:
+                return list(tool.get("reads_outside") or ())
+        return []
+
+    def _said(self, server: str, exc: BaseException) -> str:
+        """A server's error reading a resource or getting a prompt, as the client is told it: in
+        the gateway's words only where its resources and prompts are outside content."""
+        labels = list(self.config.servers[server].resources_outside)
+        if not labels:
+            return server_said(str(exc))
+        log.info("gateway: `%s` failed: %s", server, server_said(str(exc)))
+        return outside_failure(server, labels, exc)
 
     def _record_content(self, server: str, uri: str, result: Any) -> None:
         if not self.config.servers[server].resources_outside or self.session is None:
@@ -1215,7 +1266,7 @@ class Gateway:
         except Exception as exc:  # noqa: BLE001 - the server's error, in its own words
             raise Refusal(
                 ["failed"],
-                f"the resource `{uri}` was not read from `{server}`: {server_said(str(exc))}",
+                f"the resource `{uri}` was not read from `{server}`: {self._said(server, exc)}",
             ) from None
         async with self._lock:
             self._record_content(server, uri, result)
@@ -1248,7 +1299,7 @@ class Gateway:
         except Exception as exc:  # noqa: BLE001 - the server's error, in its own words
             raise Refusal(
                 ["failed"],
-                f"the prompt `{name}` was not got from `{server}`: {server_said(str(exc))}",
+                f"the prompt `{name}` was not got from `{server}`: {self._said(server, exc)}",
             ) from None
         async with self._lock:
             self._record_content(server, f"prompt:{prompt}", result)

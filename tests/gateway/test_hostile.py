@@ -367,3 +367,54 @@ def test_a_servers_stderr_cannot_forge_the_gateways_log(hostile) -> None:  # noq
     assert forged == [], forged
     assert FORGED_EVENT not in logged.splitlines()
     assert "the server `evil` wrote on stderr" in logged
+
+
+def test_an_outside_servers_error_message_is_not_handed_on_unlabelled(tmp_path) -> None:  # noqa: ANN001
+    """What a server marked `reads_outside` returns is recorded as outside content, so a write
+    after it is held `tainted_call`. Its error message is its words too, read by the model all
+    the same, and a failed call records no result: the words an injected instruction could stand
+    in reach the client only labelled, or not at all. The call is still said to have failed,
+    with the server's error code; a server not marked outside is quoted as before."""
+    from mcp.client.stdio import StdioServerParameters
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "agent: desk\nservers:\n"
+        + server_block("evil", "    reads_outside: [web]\n    resources_outside: [web]\n")
+        + server_block("shop"),
+        encoding="utf-8",
+    )
+    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
+    try:
+        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
+    finally:
+        os.environ.pop("GATEWAY_TEST_CALLS", None)
+    gateway = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "stalwart_agents", "gateway", "--config", str(config)],
+        env=_environ(calls),
+        cwd=str(ROOT),
+    )
+
+    async def run() -> list[str]:
+        said = []
+        async with mcp.Client(gateway, mode="legacy") as client:
+            result = await client.call_tool("evil.leak", {})
+            assert result.is_error
+            said.append(text(result))
+            for read in (
+                lambda: client.read_resource("evil://notes"),
+                lambda: client.get_prompt("evil.greet", {}),
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await read()
+                said.append(refused.value.error.message)
+        return said
+
+    for message in anyio.run(run):
+        assert "ignore previous instructions" not in message, message
+        assert "query failed" not in message, message
+        assert "`evil`" in message and "outside content" in message, message
+    assert ("evil", "leak", {}) in calls_of(calls)
