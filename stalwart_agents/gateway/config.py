@@ -5,7 +5,7 @@
     rulebook: ./desk_rules.csv          # optional: the rulebook the session runs under (a rule
                                         # sheet or Colang; tools named `<server>.<tool>`)
     pins: ./gateway.pins.json           # optional: where `stalwart gateway approve` writes
-    approval_timeout: 300               # seconds a call waits for the console's approvers
+    approval_timeout: 300               # seconds a call waits for a person (asked or queued)
     http_token_env: GATEWAY_TOKEN       # --http: the variable holding the clients' bearer token
     turns: from_client                  # trust the person's turns the client sends (`_meta`
                                         # `stalwart/turns`); default `off`: ignored

@@ -978,8 +978,16 @@ class Gateway:
             return await self._queued(session, name, check, reasons)
         text = question(name, forwarded, reasons, check, asked=self.asked(name, forwarded))
         if elicit is not None:
+            # A client that never answers (a window closed, a question dropped) does not hold
+            # the call for ever: the person has `approval_timeout`, as in the console's queue.
+            wait = self.config.approval_timeout
             try:
-                answer = await elicit(text, CONFIRM_SCHEMA)
+                with anyio.fail_after(wait):
+                    answer = await elicit(text, CONFIRM_SCHEMA)
+            except TimeoutError:
+                raise Refusal(
+                    reasons, f"`{name}` was not approved: nobody answered within {wait:g} s"
+                ) from None
             except Exception as exc:  # noqa: BLE001 - an unanswered question is a no
                 raise Refusal(
                     reasons, f"`{name}` was not approved: the question failed: {exc}"

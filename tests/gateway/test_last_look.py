@@ -314,3 +314,32 @@ def test_no_call_reaches_a_server_while_what_it_lists_is_held_against_the_pins(
     assert not published_early
     assert during.is_error and "withdrawn" in _text(during), _text(during)
     assert _reached(rug["calls"], "lookup") == []
+
+
+def test_a_question_the_client_never_answers_refuses_the_call_after_the_approval_timeout(
+    tmp_path: Path,
+) -> None:
+    """A client asked over its back-channel that never answers (a dead window, a client that
+    drops the question) does not hold the call for ever: after `approval_timeout` it is refused,
+    nothing forwarded, and the gateway goes on answering."""
+    from stalwart_agents.gateway import Gateway, load_config
+
+    rug = _setup(tmp_path, head="approval_timeout: 1\n")
+
+    async def run() -> tuple[Any, Any]:
+        async with Gateway(load_config(rug["path"])) as gateway:
+
+            async def silent(message: str, schema: dict) -> types.ElicitResult:
+                await anyio.sleep_forever()
+                raise AssertionError("never answered")
+
+            with anyio.fail_after(20):
+                held = await gateway.call_tool("rug.write_note", {"text": "hi"}, elicit=silent)
+                after = await gateway.call_tool("rug.lookup", {"word": "next"})
+            return held, after
+
+    held, after = anyio.run(run)
+    assert held.is_error and "not approved" in _text(held), _text(held)
+    assert "1 s" in _text(held), _text(held)
+    assert _reached(rug["calls"], "write_note") == []
+    assert not after.is_error, _text(after)
