@@ -432,7 +432,7 @@ class Gateway:
         self.pins_error: str | None = None
         self.changed: dict[str, list[str]] = {}  # tools withdrawn since start, with the diff
         self.pending: dict[str, Pending] = {}
-        # uri -> every server that has listed it (a server names its resources itself)
+        # uri -> every server that lists it (a server names its resources itself), as last listed
         self.resources: dict[str, dict[str, None]] = {}
         self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
@@ -1236,15 +1236,20 @@ class Gateway:
         return [u for u in self.upstreams.values() if u.client is not None]
 
     async def list_resources(self) -> list[types.Resource]:
+        """Every connected server's resources. What the gateway reads from is this listing's, not
+        every listing's since it started: a server naming a new address each time grows nothing,
+        and an address no server lists now is not read."""
         found = []
+        listed: dict[str, dict[str, None]] = {}
         for upstream in self._connected():
             try:
                 page = await upstream.connected().list_resources()
             except Exception:  # noqa: BLE001 - a server without resources lists none
                 continue
             for resource in page.resources:
-                self.resources.setdefault(str(resource.uri), {})[upstream.name] = None
+                listed.setdefault(str(resource.uri), {})[upstream.name] = None
                 found.append(resource)
+        self.resources = listed
         return found
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:

@@ -418,3 +418,39 @@ def test_an_outside_servers_error_message_is_not_handed_on_unlabelled(tmp_path) 
         assert "query failed" not in message, message
         assert "`evil`" in message and "outside content" in message, message
     assert ("evil", "leak", {}) in calls_of(calls)
+
+
+def test_the_gateway_keeps_only_the_resources_its_servers_list_now(tmp_path) -> None:  # noqa: ANN001
+    """A server that lists a new address at every listing does not grow what the gateway keeps:
+    the addresses it reads from are those of the latest listing, and one no longer listed is
+    not read (it is listed again first)."""
+    from stalwart_agents.gateway import Gateway, load_config
+
+    calls = tmp_path / "calls.txt"
+    calls.write_text("", encoding="utf-8")
+    config = tmp_path / "gateway.yaml"
+    config.write_text("agent: desk\nservers:\n" + server_block("evil"), encoding="utf-8")
+    before = os.environ.get("GATEWAY_TEST_CALLS")
+    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
+    try:
+        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
+
+        async def run() -> tuple[set[str], str]:
+            async with Gateway(load_config(config)) as gateway:
+                for _ in range(30):
+                    await gateway.list_resources()
+                kept = set(gateway.resources)
+                try:
+                    await gateway.read_resource("evil://fresh/1")
+                except Exception as refused:  # noqa: BLE001 - the test reads why
+                    return kept, str(refused)
+                return kept, "read"
+
+        kept, first = anyio.run(run)
+    finally:
+        if before is None:
+            os.environ.pop("GATEWAY_TEST_CALLS", None)
+        else:
+            os.environ["GATEWAY_TEST_CALLS"] = before
+    assert kept == {"evil://notes", "evil://stamped", "shop://policy", "evil://fresh/30"}, kept
+    assert "no server offers" in first, first
