@@ -577,6 +577,16 @@ class Executor:
         key = started["key"]
         with transaction.atomic():
             session = GuardSession.objects.select_for_update().get(pk=self.session.pk)
+            effect = None
+            if key:
+                effect = Effect.objects.select_for_update().get(organisation=organisation, key=key)
+                if effect.status == Effect.Status.DONE:
+                    # Finished twice at once (two reports, or a retry racing the first attempt):
+                    # the other one recorded the write while this one waited for the lock. It is
+                    # recorded once; this answer is its replay, a suppressed duplicate only when
+                    # the tool replayed the key.
+                    arguments = call.get("arguments") or {}
+                    return self._replay(effect, arguments, started["secret"], counted=replayed)
             check = started["check"]  # built for this call by `_begin` or `complete`
             history = session_history(check, session)
             check.record(history, call, result, cost=started.get("cost"))
@@ -584,8 +594,7 @@ class Executor:
             session.save(update_fields=[*session_keep(session, history), "updated_at"])
             self.session.history, self.session.head = session.history, session.head
             steps: list[PendingStep] = []
-            if key:
-                effect = Effect.objects.select_for_update().get(organisation=organisation, key=key)
+            if effect is not None:
                 first = effect.status != Effect.Status.DONE
                 effect.status = Effect.Status.DONE
                 effect.result = result
@@ -629,12 +638,19 @@ class Executor:
         return outcome
 
     def _replay(
-        self, effect: Effect, arguments: Mapping[str, Any], secret: frozenset[str]
+        self,
+        effect: Effect,
+        arguments: Mapping[str, Any],
+        secret: frozenset[str],
+        *,
+        counted: bool = True,
     ) -> dict[str, Any]:
-        """A retry of a write the ledger holds as done: its result, and no effect."""
-        effect.replays += 1
-        effect.save(update_fields=["replays", "updated_at"])
-        count(self.actor.organisation, effect.tool, "duplicates_suppressed")
+        """A retry of a write the ledger holds as done: its result, and no effect (`counted`:
+        as a duplicate the ledger suppressed)."""
+        if counted:
+            effect.replays += 1
+            effect.save(update_fields=["replays", "updated_at"])
+            count(self.actor.organisation, effect.tool, "duplicates_suppressed")
         pending = list(
             effect.steps.filter(status=PendingStep.Status.PENDING).values_list("name", flat=True)
         )
@@ -692,6 +708,15 @@ class Executor:
         kind = "BLOCKED" if reason == "authorization_denied" else "FAILED"
         with transaction.atomic():
             if started.get("key"):
+                effect = (
+                    Effect.objects.select_for_update()
+                    .filter(organisation=self.actor.organisation, key=started["key"])
+                    .first()
+                )
+                if effect is not None and effect.status == Effect.Status.DONE:
+                    # The write's result was reported (and recorded) while this report waited:
+                    # a done write stays done, and its history entry stands.
+                    return self._replay(effect, arguments or {}, secret)
                 Effect.objects.filter(
                     organisation=self.actor.organisation, key=started["key"]
                 ).update(

@@ -371,6 +371,9 @@ def test_a_retry_racing_the_first_attempt_counts_one_effect(till, bank, approver
     assert first["outcome"] == "SUCCEEDED" and len(bank.effects) == 1
     panel = counters(till.actor.organisation)["pay"]
     assert (panel["effects"], panel["duplicates_suppressed"]) == (1, 1)
+    # One write, one entry of the signed history: the attempt that finished second records none.
+    till.session.refresh_from_db()
+    assert len(till.session.history["entries"]) == 1
 
 
 def test_the_approvals_page_and_api_hide_a_secret_argument(till, approver, client_for):

@@ -1,0 +1,180 @@
+"""The executor's API under concurrent requests, on PostgreSQL, as served: outside a transaction,
+so the tests here commit (`transactional_db`) and each request runs in a thread of its own.
+
+Each test forces its interleaving: another connection holds the session's row lock while the
+requests are sent, and lets it go only once every request is waiting for it (`pg_locks`), so the
+requests have all read what they read before the lock, and then take it one after the other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import psycopg
+import pytest
+from django.db import connection
+from django.test import Client
+
+from console import services as console_services
+from guard.models import Effect, GuardSession
+from rulebooks.compiler import compile_rule_sheet
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+        reason="the requests race on PostgreSQL's row locks",
+    ),
+]
+
+CATALOGUE = {
+    "agents": {"till": {"tools": ["pay"]}},
+    "tools": [
+        {
+            "name": "pay",
+            "description": "Pays an amount to an account, once a session.",
+            "kind": "write",
+            "idempotent": True,
+            "at_most": 1,
+            "parameters": {
+                "type": "object",
+                "properties": {"account": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["account", "amount"],
+                "additionalProperties": False,
+            },
+        }
+    ],
+}
+#: A rule sheet that lets a small payment run without a person.
+RULEBOOK = compile_rule_sheet(
+    b"tool,condition,decision,reason\npay,amount < 100,allow,small\n", filename="rules.csv"
+)
+#: The person typed the values (a value the model chose would be put to a person first).
+TYPED = {"account": "typed", "amount": "typed"}
+
+
+@pytest.fixture
+def key(admin, organisation, actor_for):
+    _, plain = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="runtime", role="editor"
+    )
+    return plain
+
+
+def _post(key: str, url: str, body: dict):  # noqa: ANN202
+    return Client(HTTP_AUTHORIZATION=f"Bearer {key}").post(
+        url, json.dumps(body), "application/json"
+    )
+
+
+def _session(key: str) -> str:
+    answer = _post(
+        key, "/v1/sessions", {"agent": "till", "catalogue": CATALOGUE, "rulebook": RULEBOOK}
+    )
+    assert answer.status_code == 201, answer.content
+    return answer.json()["id"]
+
+
+def _url() -> str:
+    settings = connection.settings_dict
+    return (
+        f"postgresql://{settings['USER']}:{settings['PASSWORD'] or ''}@{settings['HOST']}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+
+
+class Caller(threading.Thread):
+    """One request in a thread of its own: its status and answer, or the exception it raised."""
+
+    def __init__(self, key: str, url: str, body: dict) -> None:
+        super().__init__(daemon=True)
+        self.key, self.url, self.body = key, url, body
+        self.status: int | None = None
+        self.answer: dict | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from django.db import connection as own
+
+        try:
+            response = _post(self.key, self.url, self.body)
+            self.status, self.answer = response.status_code, response.json()
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            self.error = exc
+        finally:
+            own.close()
+
+
+def _waiting(lock: psycopg.Connection) -> int:
+    """How many connections wait for a lock (the statistics read afresh, not the transaction's)."""
+    lock.execute("SELECT pg_stat_clear_snapshot()")
+    return lock.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND datname = current_database()"
+    ).fetchone()[0]
+
+
+def _while_locked(key: str, row, requests: list[tuple[str, dict]]) -> list[Caller]:  # noqa: ANN001
+    """Send the requests, one after the other, while another connection holds `row`'s lock: each
+    is sent once the one before it waits for the lock (so they take it in that order), and the
+    lock is let go once all of them wait. Returns the callers, finished."""
+    with psycopg.connect(_url()) as lock:
+        lock.execute(f"SELECT 1 FROM {row._meta.db_table} WHERE id = %s FOR UPDATE", [row.pk])
+        callers = []
+        for url, body in requests:
+            callers.append(Caller(key, url, body))
+            callers[-1].start()
+            deadline = time.monotonic() + 30
+            while _waiting(lock) < len(callers) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert _waiting(lock) == len(callers), "the request did not reach the lock"
+        assert not any(c.status or c.error for c in callers)
+        lock.rollback()
+    for caller in callers:
+        caller.join(timeout=30)
+        assert caller.error is None, caller.error
+    return callers
+
+
+def _session_row(session: str) -> GuardSession:
+    return GuardSession.objects.get(public_id=session)
+
+
+def _entries(session: str) -> list[dict]:
+    return GuardSession.objects.get(public_id=session).history["entries"]
+
+
+def test_a_write_reported_twice_at_once_is_recorded_once(key):
+    session = _session(key)
+    call = {"tool": "pay", "arguments": {"account": "a-1", "amount": 40.0}, "origins": TYPED}
+    begun = _post(key, f"/v1/sessions/{session}/execute", call).json()
+    assert begun["outcome"] == "RUN", begun
+    report = {**call, "key": begun["key"], "result": {"paid": 40.0}}
+    url = f"/v1/sessions/{session}/effects"
+    first, second = _while_locked(key, _session_row(session), [(url, report), (url, report)])
+    assert (first.status, second.status) == (200, 200), (first.answer, second.answer)
+    outcomes = sorted((c.answer["outcome"], c.answer["duplicate"]) for c in (first, second))
+    assert outcomes == [("SUCCEEDED", False), ("SUCCEEDED", True)]
+    # One effect, one entry of the signed history: the second report is the first one's replay.
+    assert len(_entries(session)) == 1
+    assert Effect.objects.get().status == "done"
+
+
+def test_a_failure_reported_with_the_result_at_once_does_not_undo_the_done_write(key):
+    session = _session(key)
+    call = {"tool": "pay", "arguments": {"account": "a-1", "amount": 40.0}, "origins": TYPED}
+    begun = _post(key, f"/v1/sessions/{session}/execute", call).json()
+    assert begun["outcome"] == "RUN", begun
+    url = f"/v1/sessions/{session}/effects"
+    done = {**call, "key": begun["key"], "result": {"paid": 40.0}}
+    failed = {**call, "key": begun["key"], "failed": "card declined"}
+    # Both read the key as running; the result takes the effect's lock first and commits.
+    first, second = _while_locked(key, Effect.objects.get(), [(url, done), (url, failed)])
+    assert first.answer["outcome"] == "SUCCEEDED", first.answer
+    # The write is done and in the history: the failure reported after it changes neither.
+    assert second.answer["duplicate"] is True, second.answer
+    assert Effect.objects.get().status == "done"
+    assert len(_entries(session)) == 1
