@@ -140,6 +140,41 @@ def _log_fields(
     }
 
 
+def _running_at_most(
+    known: Any,
+    session: GuardSession,
+    key: str,
+    history: engine.History,
+    decision: dict[str, Any],
+) -> dict[str, Any]:
+    """The tool's `at_most` counting the writes of it begun and still running (claimed, not yet
+    reported), as the check counts those that ran: a call begun while another runs is decided
+    as if that one had run. A write left claimed (its answer lost) may have had its effect, and
+    counts. The call's own key (a retry of it) does not."""
+    if known.at_most is None or known.kind == "read":
+        return decision
+    running = (
+        Effect.objects.filter(session=session, tool=known.name, status=Effect.Status.CLAIMED)
+        .exclude(key=key)
+        .count()
+    )
+    ran = history.count(known.name)
+    if not running or ran + running < known.at_most:
+        return decision
+    return {
+        "decision": "refuse",
+        "reasons": ["order_rule"],
+        "detail": {
+            "step": 5,
+            "check": "order",
+            "rule": f"at_most {known.at_most}",
+            "ran": ran,
+            "running": running,
+        },
+        "rule": f"at_most {known.at_most}",
+    }
+
+
 # -- the write switch ---------------------------------------------------------------------------
 
 
@@ -460,6 +495,8 @@ class Executor:
                 session, call, history=history, context=context, token=token, **(options or {})
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
+            if decision["decision"] != "refuse" and known is not None and history is not None:
+                decision = _running_at_most(known, session, key, history, decision)
             if self.run:  # shown with the decision, and with the request a person answers
                 decision = {
                     **decision,

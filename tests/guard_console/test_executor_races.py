@@ -178,3 +178,19 @@ def test_a_failure_reported_with_the_result_at_once_does_not_undo_the_done_write
     assert second.answer["duplicate"] is True, second.answer
     assert Effect.objects.get().status == "done"
     assert len(_entries(session)) == 1
+
+
+def test_two_writes_begun_at_once_do_not_pass_an_at_most_of_one(key):
+    session = _session(key)
+    url = f"/v1/sessions/{session}/execute"
+    calls = [
+        (url, {"tool": "pay", "arguments": {"account": account, "amount": 40.0}, "origins": TYPED})
+        for account in ("a-1", "a-2")
+    ]
+    callers = _while_locked(key, _session_row(session), calls)
+    outcomes = sorted(c.answer["outcome"] for c in callers)
+    # The first runs; the second is decided while the first runs, which counts as a call made.
+    assert outcomes == ["REFUSED", "RUN"], [c.answer for c in callers]
+    refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
+    assert refused["reasons"] == ["order_rule"]
+    assert Effect.objects.count() == 1
