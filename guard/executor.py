@@ -33,6 +33,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -44,6 +45,7 @@ from console.services import audit_record, event_record
 from guard import engine
 from guard.approvals import approval_request_create
 from guard.counters import count, counters
+from guard.engine import tool_checks
 from guard.engine.canonical import is_json
 from guard.engine.execution import (
     ExecutionContext,
@@ -55,6 +57,8 @@ from guard.engine.execution import (
     schema_counter,
     undo_plan,
 )
+from guard.engine.marks import cents, is_amount
+from guard.engine.refs import resolve
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
 from guard.services import (
     _controls,
@@ -140,39 +144,66 @@ def _log_fields(
     }
 
 
-def _running_at_most(
+class _WithRunning:
+    """The session's history as the run's limits read it, with the writes begun and still running
+    (`entries`, as the ledger holds them) counted as if they had run."""
+
+    def __init__(self, history: engine.History, entries: list[dict[str, Any]]) -> None:
+        self.history, self.entries = history, entries
+
+    def latest(self, tool: str, same: tuple[str, Any] | None = None) -> Mapping[str, Any] | None:
+        return self.history.latest(tool, same)
+
+    def total(self, tool: str, path: tuple[str, ...]) -> Decimal:
+        running = (resolve(entry, path) for entry in self.entries if entry["tool"] == tool)
+        return self.history.total(tool, path) + sum(
+            (cents(value) if is_amount(value) else Decimal(0) for value in running), Decimal(0)
+        )
+
+
+def _running_limits(
     known: Any,
     session: GuardSession,
+    call: Mapping[str, Any],
     key: str,
     history: engine.History,
     decision: dict[str, Any],
 ) -> dict[str, Any]:
-    """The tool's `at_most` counting the writes of it begun and still running (claimed, not yet
-    reported), as the check counts those that ran: a call begun while another runs is decided
-    as if that one had run. A write left claimed (its answer lost) may have had its effect, and
-    counts. The call's own key (a retry of it) does not."""
-    if known.at_most is None or known.kind == "read":
-        return decision
-    running = (
-        Effect.objects.filter(session=session, tool=known.name, status=Effect.Status.CLAIMED)
-        .exclude(key=key)
-        .count()
+    """The tool's `at_most` and its spend over the run, counting the writes of it begun and still
+    running (claimed, not yet reported) as the check counts those that ran: a call begun while
+    another runs is decided as if that one had run. A write left claimed (its answer lost) may
+    have had its effect, and counts; the call's own key (a retry of it) does not."""
+    spends = tuple(
+        item for item in known.checks if item.form == "spend" and item.per == tool_checks.RUN
     )
-    ran = history.count(known.name)
-    if not running or ran + running < known.at_most:
+    if known.kind == "read" or (known.at_most is None and not spends):
         return decision
-    return {
-        "decision": "refuse",
-        "reasons": ["order_rule"],
-        "detail": {
-            "step": 5,
-            "check": "order",
-            "rule": f"at_most {known.at_most}",
-            "ran": ran,
-            "running": running,
-        },
-        "rule": f"at_most {known.at_most}",
-    }
+    running = [
+        {"tool": known.name, "arguments": arguments}
+        for arguments in Effect.objects.filter(
+            session=session, tool=known.name, status=Effect.Status.CLAIMED
+        )
+        .exclude(key=key)
+        .values_list("arguments", flat=True)
+    ]
+    if not running:
+        return decision
+    ran = history.count(known.name)
+    if known.at_most is not None and ran + len(running) >= known.at_most:
+        rule = f"at_most {known.at_most}"
+        detail = {"step": 5, "check": "order", "rule": rule, "ran": ran, "running": len(running)}
+        return {"decision": "refuse", "reasons": ["order_rule"], "detail": detail, "rule": rule}
+    arguments = call.get("arguments") or {}
+    if spends and call.get("compensation_of") is None:  # the checks of step 7 skip an undo
+        failure = tool_checks.evaluate(
+            spends, arguments, _WithRunning(history, running), None, tool=known.name
+        )
+        if failure is not None:
+            reason, detail = failure
+            rule = detail.pop("rule")
+            detail = {"step": 7, "check": "your_rules", "rule": rule, **detail}
+            return {"decision": "refuse", "reasons": [reason], "detail": detail, "rule": rule}
+    return decision
 
 
 # -- the write switch ---------------------------------------------------------------------------
@@ -496,7 +527,7 @@ class Executor:
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
             if decision["decision"] != "refuse" and known is not None and history is not None:
-                decision = _running_at_most(known, session, key, history, decision)
+                decision = _running_limits(known, session, call, key, history, decision)
             if self.run:  # shown with the decision, and with the request a person answers
                 decision = {
                     **decision,

@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 CATALOGUE = {
-    "agents": {"till": {"tools": ["pay"]}},
+    "agents": {"till": {"tools": ["pay", "give"]}},
     "tools": [
         {
             "name": "pay",
@@ -45,12 +45,26 @@ CATALOGUE = {
                 "required": ["account", "amount"],
                 "additionalProperties": False,
             },
-        }
+        },
+        {
+            "name": "give",
+            "description": "Gives an amount to an account, 100 at most over the run.",
+            "kind": "write",
+            "idempotent": True,
+            "checks": [{"spend": {"argument": "amount", "at_most": 100, "per": "run"}}],
+            "parameters": {
+                "type": "object",
+                "properties": {"account": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["account", "amount"],
+                "additionalProperties": False,
+            },
+        },
     ],
 }
 #: A rule sheet that lets a small payment run without a person.
 RULEBOOK = compile_rule_sheet(
-    b"tool,condition,decision,reason\npay,amount < 100,allow,small\n", filename="rules.csv"
+    b"tool,condition,decision,reason\npay,amount < 100,allow,small\ngive,amount < 100,allow,small\n",
+    filename="rules.csv",
 )
 #: The person typed the values (a value the model chose would be put to a person first).
 TYPED = {"account": "typed", "amount": "typed"}
@@ -193,4 +207,20 @@ def test_two_writes_begun_at_once_do_not_pass_an_at_most_of_one(key):
     assert outcomes == ["REFUSED", "RUN"], [c.answer for c in callers]
     refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
     assert refused["reasons"] == ["order_rule"]
+    assert Effect.objects.count() == 1
+
+
+def test_two_writes_begun_at_once_do_not_pass_a_spend_cap_over_the_run(key):
+    session = _session(key)
+    url = f"/v1/sessions/{session}/execute"
+    calls = [
+        (url, {"tool": "give", "arguments": {"account": account, "amount": 60}, "origins": TYPED})
+        for account in ("a-1", "a-2")
+    ]
+    callers = _while_locked(key, _session_row(session), calls)
+    outcomes = sorted(c.answer["outcome"] for c in callers)
+    # 60 running and 60 more pass the cap of 100, as 60 spent and 60 more would.
+    assert outcomes == ["REFUSED", "RUN"], [c.answer for c in callers]
+    refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
+    assert refused["reasons"] == ["spend_exceeded"]
     assert Effect.objects.count() == 1
