@@ -19,7 +19,7 @@ from django.db import connection
 from django.test import Client
 
 from console import services as console_services
-from guard.models import Effect, GuardSession
+from guard.models import ApprovalRequest, Effect, GuardSession
 from rulebooks.compiler import compile_rule_sheet
 
 pytestmark = [
@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 CATALOGUE = {
-    "agents": {"till": {"tools": ["pay", "give"]}},
+    "agents": {"till": {"tools": ["pay", "give", "stamp"]}},
     "tools": [
         {
             "name": "pay",
@@ -59,6 +59,12 @@ CATALOGUE = {
                 "additionalProperties": False,
             },
         },
+        {
+            "name": "stamp",
+            "description": "Stamps an account; not retry-safe.",
+            "kind": "write",
+            "parameters": {"type": "object", "properties": {"account": {"type": "string"}}},
+        },
     ],
 }
 #: A rule sheet that lets a small payment run without a person.
@@ -78,10 +84,10 @@ def key(admin, organisation, actor_for):
     return plain
 
 
-def _post(key: str, url: str, body: dict):  # noqa: ANN202
-    return Client(HTTP_AUTHORIZATION=f"Bearer {key}").post(
-        url, json.dumps(body), "application/json"
-    )
+def _post(key, url: str, body: dict):  # noqa: ANN001, ANN202
+    """POST as `key`: an API key, or a client (a person signed in)."""
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}") if isinstance(key, str) else key
+    return client.post(url, json.dumps(body), "application/json")
 
 
 def _session(key: str) -> str:
@@ -103,7 +109,7 @@ def _url() -> str:
 class Caller(threading.Thread):
     """One request in a thread of its own: its status and answer, or the exception it raised."""
 
-    def __init__(self, key: str, url: str, body: dict) -> None:
+    def __init__(self, key, url: str, body: dict) -> None:  # noqa: ANN001
         super().__init__(daemon=True)
         self.key, self.url, self.body = key, url, body
         self.status: int | None = None
@@ -131,15 +137,16 @@ def _waiting(lock: psycopg.Connection) -> int:
     ).fetchone()[0]
 
 
-def _while_locked(key: str, row, requests: list[tuple[str, dict]]) -> list[Caller]:  # noqa: ANN001
-    """Send the requests, one after the other, while another connection holds `row`'s lock: each
-    is sent once the one before it waits for the lock (so they take it in that order), and the
-    lock is let go once all of them wait. Returns the callers, finished."""
+def _while_locked(key, row, requests: list[tuple]) -> list[Caller]:  # noqa: ANN001
+    """Send the requests (url, body, and who sends it where not `key`), one after the other,
+    while another connection holds `row`'s lock: each is sent once the one before it waits for
+    the lock (so they take it in that order), and the lock is let go once all of them wait.
+    Returns the callers, finished."""
     with psycopg.connect(_url()) as lock:
         lock.execute(f"SELECT 1 FROM {row._meta.db_table} WHERE id = %s FOR UPDATE", [row.pk])
         callers = []
-        for url, body in requests:
-            callers.append(Caller(key, url, body))
+        for url, body, *who in requests:
+            callers.append(Caller(who[0] if who else key, url, body))
             callers[-1].start()
             deadline = time.monotonic() + 30
             while _waiting(lock) < len(callers) and time.monotonic() < deadline:
@@ -224,3 +231,57 @@ def test_two_writes_begun_at_once_do_not_pass_a_spend_cap_over_the_run(key):
     refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
     assert refused["reasons"] == ["spend_exceeded"]
     assert Effect.objects.count() == 1
+
+
+# -- what holds already, kept so ----------------------------------------------------------------
+
+
+def _approved_stamp(key, session: str, approver_client) -> tuple[dict, str]:  # noqa: ANN001
+    """A stamp put to a person and approved: the call and its token."""
+    call = {"tool": "stamp", "arguments": {"account": "a-1"}, "origins": {"account": "typed"}}
+    asked = _post(key, f"/v1/sessions/{session}/execute", call).json()
+    assert asked["outcome"] == "CONFIRM", asked
+    answer = _post(approver_client, f"/v1/approvals/{asked['approval']}/approve", {})
+    assert answer.status_code == 200, answer.content
+    token = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get(f"/v1/approvals/{asked['approval']}")
+    return call, token.json()["token"]
+
+
+def test_one_token_sent_by_two_executes_at_once_begins_one_write(key, approver, client_for):
+    session = _session(key)
+    call, token = _approved_stamp(key, session, client_for(approver))
+    url = f"/v1/sessions/{session}/execute"
+    callers = _while_locked(
+        key,
+        _session_row(session),
+        [(url, {**call, "token": token}), (url, {**call, "token": token})],
+    )
+    # Not retry-safe: the second finds the write claimed and cannot tell whether it ran.
+    assert sorted(c.answer["outcome"] for c in callers) == ["RUN", "UNCERTAIN"]
+    assert Effect.objects.count() == 1
+
+
+def test_an_approval_approved_and_denied_at_once_is_answered_once(
+    key, approver, organisation, client_for
+):
+    from tests.conftest import make_person
+
+    other = make_person("second-approver", organisation, "approver")
+    session = _session(key)
+    call = {"tool": "stamp", "arguments": {"account": "a-1"}, "origins": {"account": "typed"}}
+    asked = _post(key, f"/v1/sessions/{session}/execute", call).json()
+    assert asked["outcome"] == "CONFIRM", asked
+    request = ApprovalRequest.objects.get(public_id=asked["approval"])
+    url = f"/v1/approvals/{asked['approval']}"
+    approve, deny, again = _while_locked(
+        key,
+        request,
+        [
+            (f"{url}/approve", {}, client_for(approver)),
+            (f"{url}/deny", {}, client_for(other)),
+            (f"{url}/approve", {}, client_for(other)),
+        ],
+    )
+    assert (approve.status, deny.status, again.status) == (200, 409, 409)
+    request.refresh_from_db()
+    assert request.status == "approved" and request.token
