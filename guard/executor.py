@@ -169,10 +169,37 @@ def _running_limits(
     history: engine.History,
     decision: dict[str, Any],
 ) -> dict[str, Any]:
-    """The tool's `at_most` and its spend over the run, counting the writes of it begun and still
-    running (claimed, not yet reported) as the check counts those that ran: a call begun while
-    another runs is decided as if that one had run. A write left claimed (its answer lost) may
-    have had its effect, and counts; the call's own key (a retry of it) does not."""
+    """The tool's `at_most` and its spend over the run, and an undo's step undone once, counting
+    the writes begun and still running (claimed, not yet reported) as the check counts those that
+    ran: a call begun while another runs is decided as if that one had run. A write left claimed
+    (its answer lost) may have had its effect, and counts; the call's own key (a retry of it)
+    does not."""
+    undoes = call.get("compensation_of")
+    if undoes is not None and known.kind != "read":
+        # The undo's key counts the history: one begun again after the history moved on has a
+        # key of its own, and the step is undone in the history only once an undo is reported.
+        undoing = (
+            Effect.objects.filter(
+                session=session, compensation_of=undoes, status=Effect.Status.CLAIMED
+            )
+            .exclude(key=key)
+            .values_list("key", flat=True)
+            .first()
+        )
+        if undoing is not None:
+            detail = {
+                "step": 6,
+                "check": "undo",
+                "undoes": undoes,
+                "problem": "the step's undo is running",
+                "running": undoing,
+            }
+            return {
+                "decision": "refuse",
+                "reasons": ["compensation_spent"],
+                "detail": detail,
+                "rule": "undo",
+            }
     spends = tuple(
         item for item in known.checks if item.form == "spend" and item.per == tool_checks.RUN
     )
@@ -194,7 +221,7 @@ def _running_limits(
         detail = {"step": 5, "check": "order", "rule": rule, "ran": ran, "running": len(running)}
         return {"decision": "refuse", "reasons": ["order_rule"], "detail": detail, "rule": rule}
     arguments = call.get("arguments") or {}
-    if spends and call.get("compensation_of") is None:  # the checks of step 7 skip an undo
+    if spends and undoes is None:  # the checks of step 7 skip an undo
         failure = tool_checks.evaluate(
             spends, arguments, _WithRunning(history, running), None, tool=known.name
         )

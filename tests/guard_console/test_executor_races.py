@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 CATALOGUE = {
-    "agents": {"till": {"tools": ["pay", "give", "stamp"]}},
+    "agents": {"till": {"tools": ["pay", "give", "stamp", "unpay", "look"]}},
     "tools": [
         {
             "name": "pay",
@@ -39,6 +39,10 @@ CATALOGUE = {
             "kind": "write",
             "idempotent": True,
             "at_most": 1,
+            "compensation": {
+                "tool": "unpay",
+                "bind": {"account": "arguments.account", "amount": "arguments.amount"},
+            },
             "parameters": {
                 "type": "object",
                 "properties": {"account": {"type": "string"}, "amount": {"type": "number"}},
@@ -58,6 +62,24 @@ CATALOGUE = {
                 "required": ["account", "amount"],
                 "additionalProperties": False,
             },
+        },
+        {
+            "name": "unpay",
+            "description": "Gives a payment back.",
+            "kind": "write",
+            "idempotent": True,
+            "parameters": {
+                "type": "object",
+                "properties": {"account": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["account", "amount"],
+                "additionalProperties": False,
+            },
+        },
+        {
+            "name": "look",
+            "description": "Reads an account.",
+            "kind": "read",
+            "parameters": {"type": "object", "properties": {"account": {"type": "string"}}},
         },
         {
             "name": "stamp",
@@ -231,6 +253,25 @@ def test_two_writes_begun_at_once_do_not_pass_a_spend_cap_over_the_run(key):
     refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
     assert refused["reasons"] == ["spend_exceeded"]
     assert Effect.objects.count() == 1
+
+
+def test_a_step_is_undone_once_while_its_undo_runs(key):
+    session = _session(key)
+    pay = {"tool": "pay", "arguments": {"account": "a-1", "amount": 40.0}, "origins": TYPED}
+    begun = _post(key, f"/v1/sessions/{session}/execute", pay).json()
+    assert begun["outcome"] == "RUN", begun
+    report = {**pay, "key": begun["key"], "result": {"paid": 40.0}}
+    assert _post(key, f"/v1/sessions/{session}/effects", report).json()["outcome"] == "SUCCEEDED"
+    undo = {**pay, "tool": "unpay", "compensation_of": 0}
+    first = _post(key, f"/v1/sessions/{session}/execute", undo).json()
+    assert first["outcome"] == "RUN", first
+    # While the undo runs, another call of the run is reported (the history moves on: the undo's
+    # key, which counts the history, would differ), and the agent asks for the undo again.
+    read = {"tool": "look", "arguments": {"account": "a-1"}, "result": {"balance": 0}}
+    assert _post(key, f"/v1/sessions/{session}/record", read).status_code == 200
+    second = _post(key, f"/v1/sessions/{session}/execute", undo).json()
+    assert (second["outcome"], second["reasons"]) == ("REFUSED", ["compensation_spent"]), second
+    assert Effect.objects.filter(tool="unpay").count() == 1
 
 
 # -- what holds already, kept so ----------------------------------------------------------------
