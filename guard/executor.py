@@ -57,7 +57,7 @@ from guard.engine.execution import (
     schema_counter,
     undo_plan,
 )
-from guard.engine.marks import cents, is_amount
+from guard.engine.marks import MISSING_COST, cents, declared_cost, is_amount
 from guard.engine.refs import resolve
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
 from guard.services import (
@@ -162,18 +162,22 @@ class _WithRunning:
 
 
 def _running_limits(
+    check: engine.ToolCheck,
     known: Any,
     session: GuardSession,
     call: Mapping[str, Any],
     key: str,
     history: engine.History,
     decision: dict[str, Any],
+    *,
+    cost: Any = None,
 ) -> dict[str, Any]:
-    """The tool's `at_most` and its spend over the run, and an undo's step undone once, counting
-    the writes begun and still running (claimed, not yet reported) as the check counts those that
-    ran: a call begun while another runs is decided as if that one had run. A write left claimed
-    (its answer lost) may have had its effect, and counts; the call's own key (a retry of it)
-    does not."""
+    """The tool's `at_most`, its spend over the run and the run's cost cap, and an undo's step
+    undone once, counting the writes begun and still running (claimed, not yet reported) as the
+    check counts those that ran: a call begun while another runs is decided as if that one had
+    run (a running write costs what the catalogue declares). A write left claimed (its answer
+    lost) may have had its effect, and counts; the call's own key (a retry of it) does not.
+    `cost`: what the host says this call costs (`/execute`'s `cost`)."""
     undoes = call.get("compensation_of")
     if undoes is not None and known.kind != "read":
         # The undo's key counts the history: one begun again after the history moved on has a
@@ -200,34 +204,55 @@ def _running_limits(
                 "detail": detail,
                 "rule": "undo",
             }
-    spends = tuple(
-        item for item in known.checks if item.form == "spend" and item.per == tool_checks.RUN
+    # The checks of step 7 that count the run: skipped for an undo, as the check skips them.
+    counted = tuple(
+        item
+        for item in known.checks
+        if undoes is None
+        and (item.form == "cap_cost" or (item.form == "spend" and item.per == tool_checks.RUN))
     )
-    if known.kind == "read" or (known.at_most is None and not spends):
+    if known.kind == "read" or (known.at_most is None and not counted):
         return decision
-    running = [
-        {"tool": known.name, "arguments": arguments}
-        for arguments in Effect.objects.filter(
-            session=session, tool=known.name, status=Effect.Status.CLAIMED
-        )
+    claimed = list(
+        Effect.objects.filter(session=session, status=Effect.Status.CLAIMED)
         .exclude(key=key)
-        .values_list("arguments", flat=True)
-    ]
-    if not running:
+        .values_list("tool", "arguments")
+    )
+    if not claimed:
         return decision
+    running = [{"tool": tool, "arguments": arguments} for tool, arguments in claimed]
     ran = history.count(known.name)
-    if known.at_most is not None and ran + len(running) >= known.at_most:
+    of_tool = sum(1 for entry in running if entry["tool"] == known.name)
+    if known.at_most is not None and ran + of_tool >= known.at_most:
         rule = f"at_most {known.at_most}"
-        detail = {"step": 5, "check": "order", "rule": rule, "ran": ran, "running": len(running)}
+        detail = {"step": 5, "check": "order", "rule": rule, "ran": ran, "running": of_tool}
         return {"decision": "refuse", "reasons": ["order_rule"], "detail": detail, "rule": rule}
     arguments = call.get("arguments") or {}
-    if spends and undoes is None:  # the checks of step 7 skip an undo
+    run_cost = None
+    if any(item.form == "cap_cost" for item in counted):
+        costs = (
+            declared_cost(
+                getattr(check.catalogue.tools.get(entry["tool"]), "cost", None),
+                entry["arguments"] if isinstance(entry["arguments"], dict) else {},
+            )
+            for entry in running
+        )
+        spent = history.cost + sum((c for c in costs if c is not MISSING_COST), Decimal(0))
+        this_call = declared_cost(known.cost, arguments)
+        if is_amount(cost):
+            reported = cents(cost)
+            this_call = reported if this_call is MISSING_COST else max(this_call, reported)
+        argument = known.cost.argument if known.cost is not None else None
+        run_cost = tool_checks.RunCost(spent, this_call, argument)
+    lookup = _WithRunning(history, running)
+    for item in counted:
         failure = tool_checks.evaluate(
-            spends, arguments, _WithRunning(history, running), None, tool=known.name
+            (item,), arguments, lookup, None, tool=known.name, cost=run_cost
         )
         if failure is not None:
             reason, detail = failure
             rule = detail.pop("rule")
+            detail["index"] = known.checks.index(item)
             detail = {"step": 7, "check": "your_rules", "rule": rule, **detail}
             return {"decision": "refuse", "reasons": [reason], "detail": detail, "rule": rule}
     return decision
@@ -554,7 +579,10 @@ class Executor:
             ).to_dict()
             decision = _controls(actor, session, check, call, decision)
             if decision["decision"] != "refuse" and known is not None and history is not None:
-                decision = _running_limits(known, session, call, key, history, decision)
+                cost = (options or {}).get("cost")
+                decision = _running_limits(
+                    check, known, session, call, key, history, decision, cost=cost
+                )
             if self.run:  # shown with the decision, and with the request a person answers
                 decision = {
                     **decision,

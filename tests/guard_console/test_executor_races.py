@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 CATALOGUE = {
-    "agents": {"till": {"tools": ["pay", "give", "stamp", "unpay", "look"]}},
+    "agents": {"till": {"tools": ["pay", "give", "stamp", "unpay", "look", "charge"]}},
     "tools": [
         {
             "name": "pay",
@@ -82,6 +82,15 @@ CATALOGUE = {
             "parameters": {"type": "object", "properties": {"account": {"type": "string"}}},
         },
         {
+            "name": "charge",
+            "description": "Calls a paid service: 60 cents a call, 100 at most over the run.",
+            "kind": "write",
+            "idempotent": True,
+            "cost": 60,
+            "checks": [{"cap_cost": 100}],
+            "parameters": {"type": "object", "properties": {"account": {"type": "string"}}},
+        },
+        {
             "name": "stamp",
             "description": "Stamps an account; not retry-safe.",
             "kind": "write",
@@ -91,7 +100,10 @@ CATALOGUE = {
 }
 #: A rule sheet that lets a small payment run without a person.
 RULEBOOK = compile_rule_sheet(
-    b"tool,condition,decision,reason\npay,amount < 100,allow,small\ngive,amount < 100,allow,small\n",
+    b"tool,condition,decision,reason\n"
+    b"pay,amount < 100,allow,small\n"
+    b"give,amount < 100,allow,small\n"
+    b"charge,,allow,paid\n",
     filename="rules.csv",
 )
 #: The person typed the values (a value the model chose would be put to a person first).
@@ -252,6 +264,22 @@ def test_two_writes_begun_at_once_do_not_pass_a_spend_cap_over_the_run(key):
     assert outcomes == ["REFUSED", "RUN"], [c.answer for c in callers]
     refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
     assert refused["reasons"] == ["spend_exceeded"]
+    assert Effect.objects.count() == 1
+
+
+def test_two_writes_begun_at_once_do_not_pass_the_run_cost_cap(key):
+    session = _session(key)
+    url = f"/v1/sessions/{session}/execute"
+    calls = [
+        (url, {"tool": "charge", "arguments": {"account": account}, "origins": TYPED})
+        for account in ("a-1", "a-2")
+    ]
+    callers = _while_locked(key, _session_row(session), calls)
+    outcomes = sorted(c.answer["outcome"] for c in callers)
+    # 60 running and 60 more pass the cap of 100, as 60 spent and 60 more would.
+    assert outcomes == ["REFUSED", "RUN"], [c.answer for c in callers]
+    refused = next(c.answer for c in callers if c.answer["outcome"] == "REFUSED")
+    assert refused["reasons"] == ["cost_exceeded"]
     assert Effect.objects.count() == 1
 
 
