@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from console.access import Actor, require
@@ -771,8 +772,10 @@ class Executor:
         """A retry of a write the ledger holds as done: its result, and no effect (`counted`:
         as a duplicate the ledger suppressed)."""
         if counted:
-            effect.replays += 1
-            effect.save(update_fields=["replays", "updated_at"])
+            # Added in the database: two replays of one row read unlocked both count.
+            Effect.objects.filter(pk=effect.pk).update(
+                replays=F("replays") + 1, updated_at=timezone.now()
+            )
             count(self.actor.organisation, effect.tool, "duplicates_suppressed")
         pending = list(
             effect.steps.filter(status=PendingStep.Status.PENDING).values_list("name", flat=True)

@@ -354,3 +354,16 @@ def test_an_approval_approved_and_denied_at_once_is_answered_once(
     assert (approve.status, deny.status, again.status) == (200, 409, 409)
     request.refresh_from_db()
     assert request.status == "approved" and request.token
+
+
+def test_a_done_write_reported_again_twice_at_once_counts_two_replays(key):
+    session = _session(key)
+    call = {"tool": "pay", "arguments": {"account": "a-1", "amount": 40.0}, "origins": TYPED}
+    begun = _post(key, f"/v1/sessions/{session}/execute", call).json()
+    report = {**call, "key": begun["key"], "result": {"paid": 40.0}}
+    url = f"/v1/sessions/{session}/effects"
+    assert _post(key, url, report).json()["duplicate"] is False
+    # Both read the row as done, then wait for its lock to count their replay.
+    callers = _while_locked(key, Effect.objects.get(), [(url, report), (url, report)])
+    assert all(c.answer["duplicate"] for c in callers)
+    assert Effect.objects.get().replays == 2
