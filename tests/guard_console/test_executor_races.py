@@ -367,3 +367,13 @@ def test_a_done_write_reported_again_twice_at_once_counts_two_replays(key):
     callers = _while_locked(key, Effect.objects.get(), [(url, report), (url, report)])
     assert all(c.answer["duplicate"] for c in callers)
     assert Effect.objects.get().replays == 2
+
+
+def test_the_same_call_put_to_a_person_twice_at_once_files_one_request(key):
+    session = _session(key)
+    call = {"tool": "stamp", "arguments": {"account": "a-1"}, "origins": {"account": "typed"}}
+    url = f"/v1/sessions/{session}/check"
+    first, second = _while_locked(key, _session_row(session), [(url, call), (url, call)])
+    assert first.answer["decision"] == second.answer["decision"] == "confirm"
+    assert first.answer["approval"] == second.answer["approval"]
+    assert ApprovalRequest.objects.count() == 1
