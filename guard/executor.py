@@ -748,7 +748,7 @@ class Executor:
                 "detail": {"history_index": index},
             }
         pending = [
-            step.name for step in steps if not _run_step(step, result, self._context(tool, key))
+            step.name for step in steps if not _run_held(step, result, self._context(tool, key))
         ]
         if pending:
             with transaction.atomic():
@@ -990,6 +990,21 @@ def _run_step(step: PendingStep, result: Any, context: ExecutionContext) -> bool
     step.done_at = timezone.now()
     step.save(update_fields=["attempts", "status", "done_at"])
     return True
+
+
+def _run_held(step: PendingStep, result: Any, context: ExecutionContext) -> bool:
+    """Run a step the executor just wrote to the outbox, under its row lock as the reconciler
+    runs one: the step is due at once, so a reconciler may have taken it meanwhile, and then it
+    is the reconciler's (run once, by whoever holds it). True when it is done."""
+    with transaction.atomic():
+        held = (
+            PendingStep.objects.select_for_update(skip_locked=True)
+            .filter(pk=step.pk, status=PendingStep.Status.PENDING)
+            .first()
+        )
+        if held is None:
+            return PendingStep.objects.filter(pk=step.pk, status=PendingStep.Status.DONE).exists()
+        return _run_step(held, result, context)
 
 
 def reconcile_pending(limit: int = 100) -> int:

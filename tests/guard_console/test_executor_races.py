@@ -377,3 +377,49 @@ def test_the_same_call_put_to_a_person_twice_at_once_files_one_request(key):
     assert first.answer["decision"] == second.answer["decision"] == "confirm"
     assert first.answer["approval"] == second.answer["approval"]
     assert ApprovalRequest.objects.count() == 1
+
+
+# -- an in-process executor's secondary steps, and the reconciler ---------------------------------
+
+AUDITED: list[str] = []
+
+
+def audit_trail(result, context) -> None:  # noqa: ANN001
+    """A write's secondary step: while the executor runs it, the reconciler runs in a worker."""
+    from guard.executor import reconcile_pending
+
+    AUDITED.append(context["key"])
+    if len(AUDITED) == 1:
+        worker = threading.Thread(target=_reconcile, args=(reconcile_pending,))
+        worker.start()
+        worker.join(timeout=30)
+
+
+def _reconcile(reconcile_pending) -> None:  # noqa: ANN001
+    from django.db import connection as own
+
+    try:
+        reconcile_pending()
+    finally:
+        own.close()
+
+
+def test_a_secondary_step_runs_once_while_the_reconciler_runs(editor, organisation, actor_for):
+    from guard.executor import Executor, ToolBinding
+    from guard.models import PendingStep
+    from guard.services import session_create
+
+    AUDITED.clear()
+    actor = actor_for(editor, organisation)
+    session = session_create(actor=actor, agent="till", catalogue=CATALOGUE, rulebook=RULEBOOK)
+    binding = ToolBinding(
+        lambda arguments, context: {"paid": arguments["amount"]},
+        secondary=(f"{__name__}.audit_trail",),
+    )
+    till = Executor(actor=actor, session=session, bindings={"pay": binding}, timeout_backoff=0)
+    done = till.call("pay", {"account": "a-1", "amount": 40.0}, origins=TYPED)
+    assert done["outcome"] == "SUCCEEDED", done
+    # The step is in the outbox, due, as the write is done: the reconciler leaves it to the
+    # executor that is running it, and runs it only if that failed.
+    assert len(AUDITED) == 1, AUDITED
+    assert PendingStep.objects.get().status == "done"
