@@ -841,8 +841,9 @@ class Executor:
                 )
                 if effect is not None and effect.status == Effect.Status.DONE:
                     # The write's result was reported (and recorded) while this report waited:
-                    # a done write stays done, and its history entry stands.
-                    return self._replay(effect, arguments or {}, secret)
+                    # a done write stays done, and its history entry stands. Not a retry of the
+                    # write, so not counted as a suppressed duplicate.
+                    return self._replay(effect, arguments or {}, secret, counted=False)
                 Effect.objects.filter(
                     organisation=self.actor.organisation, key=started["key"]
                 ).update(

@@ -231,7 +231,7 @@ def test_a_failure_reported_with_the_result_at_once_does_not_undo_the_done_write
     assert first.answer["outcome"] == "SUCCEEDED", first.answer
     # The write is done and in the history: the failure reported after it changes neither.
     assert second.answer["duplicate"] is True, second.answer
-    assert Effect.objects.get().status == "done"
+    assert Effect.objects.get().status == "done" and Effect.objects.get().replays == 0
     assert len(_entries(session)) == 1
 
 
