@@ -1,9 +1,11 @@
 """The executor's API under concurrent requests, on PostgreSQL, as served: outside a transaction,
 so the tests here commit (`transactional_db`) and each request runs in a thread of its own.
 
-Each test forces its interleaving: another connection holds the session's row lock while the
-requests are sent, and lets it go only once every request is waiting for it (`pg_locks`), so the
-requests have all read what they read before the lock, and then take it one after the other.
+Each race test forces its interleaving: another connection holds a row's lock (the session's, a
+ledger row's, an approval's) while the requests are sent, one after the other, and lets it go only
+once every request waits for it (`pg_stat_activity`), so the requests have all read what they read
+before the lock, and then take it in the order they were sent. The last test runs an in-process
+executor while the reconciler runs in another thread.
 """
 
 from __future__ import annotations
