@@ -664,6 +664,10 @@ class RuntimeSession:
         # The last decision logged: (call, history length, answer, reasons), so the executor's
         # check right after a door's own check of the same call is one decision in the logs.
         self._decided: tuple[Any, ...] | None = None
+        # One call at a time: a framework runs a model turn's parallel calls in threads, and each
+        # must be checked against the history with the calls before it recorded (a run's spend,
+        # a duplicate write, a stale token), so check, run and record hold this together.
+        self._serial = threading.RLock()
 
     # -- what the person said ------------------------------------------------------------------
 
@@ -979,19 +983,21 @@ class RuntimeSession:
         a failure, `undone` reports the run's earlier writes undone last first. With
         `undo_on_refusal=False` the check's refusal (`REFUSED`, `REJECTED`) ends the call as a
         door's own refusal does, undoing nothing (a door that lets the executor's check be its
-        only one: the MCP gateway); a block or a failure still undoes.
+        only one: the MCP gateway); a block or a failure still undoes. Calls of one session from
+        several threads run one at a time, each checked after the one before it was recorded.
         """
-        call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal, user)
-        if ended is not None:
-            return ended
-        runner = _as_function(function) if function is not None else self.function(tool)
-        if runner is None:
-            return self._undo_into(
-                {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+        with self._serial:
+            call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal, user)
+            if ended is not None:
+                return ended
+            runner = _as_function(function) if function is not None else self.function(tool)
+            if runner is None:
+                return self._undo_into(
+                    {"outcome": "BLOCKED", "reasons": ["no_function"], "detail": {"tool": tool}}
+                )
+            return self.run_allowed(
+                call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
             )
-        return self.run_allowed(
-            call, runner, decision, authorize=authorize, user=user, cost=given.get("cost")
-        )
 
     async def execute_async(
         self,

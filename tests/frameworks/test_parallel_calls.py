@@ -1,0 +1,62 @@
+"""Parallel tool calls of one model turn: LangGraph's `ToolNode` runs them in threads, and each is
+still decided after the ones before it ran (a run's spend cannot be passed by calling at once)."""
+
+from __future__ import annotations
+
+import time
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from stalwart_agents import Client
+from stalwart_agents.guarded import Guard
+from stalwart_agents.langgraph import StalwartToolNode
+
+CATALOGUE = {
+    "agents": {"desk": {"tools": ["pay"]}},
+    "tools": [
+        {
+            "name": "pay",
+            "kind": "write",
+            "description": "Pays an invoice.",
+            "parameters": {
+                "type": "object",
+                "properties": {"invoice": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["invoice", "amount"],
+            },
+            "checks": [{"spend": {"argument": "amount", "at_most": 500, "per": "run"}}],
+        }
+    ],
+}
+
+
+def test_parallel_calls_in_one_turn_cannot_spend_past_the_runs_limit():
+    paid: list[tuple[str, float]] = []
+
+    def pay(invoice: str, amount: float) -> dict:
+        """Pays an invoice."""
+        time.sleep(0.2)  # a real payment takes a while: the other call starts meanwhile
+        paid.append((invoice, amount))
+        return {"paid": amount}
+
+    guard = Guard(Client().session("desk", catalogue=CATALOGUE), approver=lambda prompt: True)
+    guard.read("pay invoice A-1 300 and invoice B-2 300")
+    node = StalwartToolNode([StructuredTool.from_function(pay)], guard=guard)
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    turn = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "pay", "args": {"invoice": "A-1", "amount": 300}, "id": "c1"},
+            {"name": "pay", "args": {"invoice": "B-2", "amount": 300}, "id": "c2"},
+        ],
+    )
+    out = graph.compile().invoke({"messages": [turn]})
+    answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(paid) == 1, paid  # 600 is past the run's 500: the second call is refused
+    assert sum(amount for _, amount in paid) <= 500
+    refused = [m for m in answers if m.status == "error"]
+    assert len(refused) == 1 and "Nothing ran" in refused[0].content
