@@ -47,6 +47,7 @@ from stalwart_agents.facts import Context, facts_of
 RAN, CONFIRM, REFUSED, FAILED = "ran", "confirm", "refused", "failed"
 _REFUSED = ("REFUSED", "REJECTED")
 _FAILED = ("BLOCKED", "FAILED", "UNCERTAIN")
+SECRET = "[secret]"  # a `secret` argument's value wherever a person or a framework sees it
 YES = frozenset({"yes", "y", "sim", "s", "approve", "approved", "ok", "true"})
 
 Function = Callable[[dict[str, Any]], Any]
@@ -308,11 +309,14 @@ class Guard:
         origins: Mapping[str, str] | None = None,
         approval: str | None = None,
     ) -> dict[str, Any]:
-        """What a person must see on a `confirm`: the call, each argument with its origin, why."""
+        """What a person must see on a `confirm`: the call, each argument with its origin, why
+        (a `secret` argument's value masked: the prompt is kept and shown by the framework)."""
         shown = detail.get("arguments") if isinstance(detail.get("arguments"), Mapping) else {}
         where = detail.get("origins") if isinstance(detail.get("origins"), Mapping) else {}
+        hidden = self._secret(tool, shown)
+        masked = {k: (SECRET if k in hidden else v) for k, v in arguments.items()}
         each: dict[str, dict[str, Any]] = {}
-        for name, value in arguments.items():
+        for name, value in masked.items():
             entry = dict(shown.get(name) or {"value": value})
             said = where.get(name)
             if isinstance(said, Mapping):
@@ -321,7 +325,7 @@ class Guard:
             each[name] = entry
         prompt: dict[str, Any] = {
             "question": self.question(tool, arguments),
-            "call": {"tool": tool, "agent": self.agent, "arguments": dict(arguments)},
+            "call": {"tool": tool, "agent": self.agent, "arguments": masked},
             "arguments": each,
             "reasons": list(reasons),
         }
@@ -333,6 +337,17 @@ class Guard:
         if ids:
             prompt["run"] = ids
         return prompt
+
+    def _secret(self, tool: str, shown: Mapping[str, Any]) -> set[str]:
+        """The tool's `secret` arguments: the catalogue's (in this process), and those the
+        decision's detail shows masked (the console's)."""
+        wired = getattr(getattr(self.session, "runtime", None), "wired", None)
+        entry = wired.catalogue.tools.get(tool) if wired is not None else None
+        hidden = set(getattr(entry, "secret", ()) or ())
+        for name, said in shown.items():
+            if isinstance(said, Mapping) and said.get("value") == SECRET:
+                hidden.add(str(name))
+        return hidden
 
     # -- calls ------------------------------------------------------------------------------
 
