@@ -9,7 +9,9 @@ has it: a flat state machine, linear in the text, which expands nothing) and kee
 - aliases: at most `MAX_ALIASES` in a document;
 - depth: collections nested at most `MAX_DEPTH` deep;
 - size: at most `MAX_NODES` nodes once every alias is expanded (each anchor's expanded size is
-  known when its collection closes, so an alias costs its size without being expanded).
+  known when its collection closes, so an alias costs its size without being expanded);
+- recursion: no alias inside the collection of its own anchor (`&a [*a]` expands without end,
+  and a reader that walks it recurses until Python stops it).
 
 A document over a budget raises `YamlTooLarge`, a `yaml.MarkedYAMLError` carrying the line where
 the budget ran out, so every caller that reports a YAML problem with its line reports this one the
@@ -74,6 +76,12 @@ def _count(text: str | bytes) -> None:
             aliases += 1
             if aliases > MAX_ALIASES:
                 raise YamlTooLarge(f"it uses more than {MAX_ALIASES} aliases", event.start_mark)
+            if any(entry[0] == event.anchor for entry in open_):
+                # An alias inside its own anchor: the document expands without end.
+                raise YamlTooLarge(
+                    f"it refers to itself (`*{event.anchor}` inside `&{event.anchor}`)",
+                    event.start_mark,
+                )
             size = anchors.get(event.anchor, 1)
         elif isinstance(event, yaml.ScalarEvent):
             size = 1

@@ -9,6 +9,7 @@ enough (262,144 values once expanded) that a reader without the budget only wast
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -107,4 +108,28 @@ def test_the_command_line_refuses_hostile_yaml_as_invalid_input_with_its_line(
     _, err = capsys.readouterr()
     assert code == 1
     assert line in err and "is not valid YAML: it " in err
+    assert "internal error" not in err and "Traceback" not in err
+
+
+RECURSIVE = (
+    "agents:\n  desk: &desk\n    tools: [look_up]\n    again: *desk\ntools: [{name: look_up}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "{dir}/loop.yaml"],
+        ["check", "--agent", "{dir}/loop.yaml", "--agent-name", "desk", "--call", "{dir}/c.json"],
+        ["plan", "--agent", "{dir}/loop.yaml", "look up 4411"],
+    ],
+    ids=["verify", "check", "plan"],
+)
+def test_a_document_that_refers_to_itself_is_refused_with_its_line(tmp_path, capsys, argv):
+    (tmp_path / "loop.yaml").write_text(RECURSIVE, encoding="utf-8")
+    (tmp_path / "c.json").write_text('{"tool": "look_up", "arguments": {}}', encoding="utf-8")
+    code = cli.main([part.format(dir=tmp_path) for part in argv])
+    _, err = capsys.readouterr()
+    assert code == 1, err
+    assert re.search(r"loop\.yaml:\d+: is not valid YAML", err), err
     assert "internal error" not in err and "Traceback" not in err
