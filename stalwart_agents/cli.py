@@ -36,6 +36,33 @@ class UsageError(Exception):
     """Arguments argparse accepts but that cannot be used together; exits 2 with its message."""
 
 
+#: The most a command reads of one file it is given (a call, a policy, an agent file and the
+#: files it names that the commands read themselves): a larger file, or a device that never ends,
+#: is refused, never read into memory whole.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+class InputTooLarge(ValueError):
+    """A file past `MAX_INPUT_BYTES`; its message says so, for the caller to name the file."""
+
+
+def read_bounded(source: Path | TextIO) -> str:
+    """The UTF-8 text of a file (or of a text stream such as stdin), read at most
+    `MAX_INPUT_BYTES` in: `InputTooLarge` past it; `OSError` and `UnicodeDecodeError` as
+    reading raises them."""
+    limit = MAX_INPUT_BYTES
+    if isinstance(source, Path):
+        with source.open("rb") as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise InputTooLarge(f"it is larger than {limit:,} bytes")
+        return data.decode("utf-8")
+    text = source.read(limit + 1)
+    if len(text) > limit:
+        raise InputTooLarge(f"it is larger than {limit:,} bytes")
+    return text
+
+
 #: Modules that come with one of the package's extras, by top-level name.
 EXTRA_OF_MODULE = {
     "django": "console",
@@ -96,10 +123,9 @@ def read_json(source: str, *, stdin: TextIO | None = None) -> Any:
     """The JSON in a file (or stdin for `-`); raise `InputError` naming the file and the place."""
     label = "<stdin>" if source == "-" else source
     try:
-        if source == "-":
-            text = (stdin or sys.stdin).read()
-        else:
-            text = Path(source).read_text(encoding="utf-8")
+        text = read_bounded((stdin or sys.stdin) if source == "-" else Path(source))
+    except InputTooLarge as exc:
+        raise InputError(f"cannot read `{label}`: {exc}") from None
     except FileNotFoundError:
         raise InputError(f"cannot read `{label}`: no such file") from None
     except IsADirectoryError:

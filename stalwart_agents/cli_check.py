@@ -8,11 +8,31 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-from stalwart_agents.cli import EXIT_FINDINGS, EXIT_OK, InputError, _write_json, read_json
+from stalwart_agents.cli import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    InputError,
+    InputTooLarge,
+    _write_json,
+    read_bounded,
+    read_json,
+)
 
 NAME = "check"
 HELP = "decide one tool call with an agent's catalogue and rulebook"
+
+
+def _within_bounds(path: Path) -> None:
+    """Refuse an agent file past the command's limit before anything reads it whole (a missing
+    or unreadable one is named by the agent's own reader)."""
+    try:
+        read_bounded(path)
+    except InputTooLarge as exc:
+        raise InputError(f"cannot read `{path}`: {exc}") from None
+    except (OSError, UnicodeDecodeError):
+        return
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -23,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from stalwart_agents import runtime
     from stalwart_agents.agent import Agent, AgentFileError
 
+    _within_bounds(Path(args.agent))
     try:
         # Deciding one call runs nothing of the agent: proving it is `stalwart verify`'s job.
         agent = Agent.from_file(args.agent, verify=False)

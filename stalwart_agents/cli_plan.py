@@ -40,9 +40,13 @@ def _errors() -> tuple[type[Exception], type[Exception]]:
 
 
 def _read_text(path: Path, what: str) -> str:
+    from stalwart_agents.cli import InputTooLarge, read_bounded
+
     input_error, _ = _errors()
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path)
+    except InputTooLarge as error:
+        raise input_error(f"cannot read the {what} `{path}`: {error}") from None
     except FileNotFoundError:
         raise input_error(f"cannot read the {what} `{path}`: no such file") from None
     except IsADirectoryError:

@@ -100,8 +100,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_text(path: Path, label: str) -> str:
+    from stalwart_agents.cli import InputTooLarge, read_bounded
+
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path)
+    except InputTooLarge as error:
+        raise VerifyError([f"cannot read `{label}`: {error}"]) from None
     except FileNotFoundError:
         raise VerifyError([f"cannot read `{label}`: no such file"]) from None
     except IsADirectoryError:
