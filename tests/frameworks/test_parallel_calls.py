@@ -3,6 +3,7 @@ still decided after the ones before it ran (a run's spend cannot be passed by ca
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -60,3 +61,32 @@ def test_parallel_calls_in_one_turn_cannot_spend_past_the_runs_limit():
     assert sum(amount for _, amount in paid) <= 500
     refused = [m for m in answers if m.status == "error"]
     assert len(refused) == 1 and "Nothing ran" in refused[0].content
+
+
+def test_parallel_async_calls_cannot_spend_past_the_runs_limit_either():
+    paid: list[tuple[str, float]] = []
+
+    async def pay(invoice: str, amount: float) -> dict:
+        """Pays an invoice."""
+        await asyncio.sleep(0.2)
+        paid.append((invoice, amount))
+        return {"paid": amount}
+
+    guard = Guard(Client().session("desk", catalogue=CATALOGUE), approver=lambda prompt: True)
+    guard.read("pay invoice A-1 300 and invoice B-2 300")
+    node = StalwartToolNode([StructuredTool.from_function(coroutine=pay)], guard=guard)
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    turn = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "pay", "args": {"invoice": "A-1", "amount": 300}, "id": "c1"},
+            {"name": "pay", "args": {"invoice": "B-2", "amount": 300}, "id": "c2"},
+        ],
+    )
+    out = asyncio.run(asyncio.wait_for(graph.compile().ainvoke({"messages": [turn]}), 30))
+    answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(paid) == 1, paid
+    assert ["spend_exceeded" in m.content for m in answers].count(True) == 1
