@@ -1154,6 +1154,10 @@ class RemoteSession(Session):
         self.agent = agent
         self.context = context
         self.tools = dict(tools or {})
+        # One call at a time from this process (a model turn's parallel calls run in threads):
+        # the console checks each call against the effects reported before it, and a call that
+        # ran here is reported only after its tool returned.
+        self._serial = threading.RLock()
 
     def _facts(self, context: Context) -> Context:
         if self.context is None or context is None:
@@ -1231,14 +1235,16 @@ class RemoteSession(Session):
         """Run a call through the console's executor (see `_execute`); a refusal, a block or a
         failure undoes the run's earlier writes, last first (`undone`), each undo sent through
         the executor as the undo of its step. With `undo_on_refusal=False` the check's refusal
-        (`REFUSED`, `REJECTED`) undoes nothing, as a door's own refusal before it."""
-        outcome = self._execute(tool, arguments, function, **given)
-        undoes = UNDO_AFTER if undo_on_refusal else UNDO_AFTER - {"REFUSED", "REJECTED"}
-        if outcome.get("outcome") in undoes and given.get("compensation_of") is None:
-            undone = self.undo()
-            if undone:
-                outcome["undone"] = undone
-        return outcome
+        (`REFUSED`, `REJECTED`) undoes nothing, as a door's own refusal before it. Calls from
+        several threads run one at a time."""
+        with self._serial:
+            outcome = self._execute(tool, arguments, function, **given)
+            undoes = UNDO_AFTER if undo_on_refusal else UNDO_AFTER - {"REFUSED", "REJECTED"}
+            if outcome.get("outcome") in undoes and given.get("compensation_of") is None:
+                undone = self.undo()
+                if undone:
+                    outcome["undone"] = undone
+            return outcome
 
     def undo(self) -> list[dict[str, Any]]:
         """Undo the run's writes now, last first: the console plans it, this process runs it."""
