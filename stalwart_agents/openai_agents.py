@@ -157,6 +157,9 @@ class StalwartTools:
     def _needs_approval(
         self, tool: str, params: Mapping[str, Any], call_id: str, ids: Mapping[str, str]
     ) -> bool:
+        # A question asked earlier under this call id (a call rejected, or a run abandoned) is
+        # not this call's: only the check made now may put it to the person.
+        self._pending.pop(call_id, None)
         check = self.guard.check(tool, params, **ids)
         self._checked[call_id] = (self._point(tool, params), check)
         if check.decision != "confirm":
@@ -184,7 +187,8 @@ class StalwartTools:
             return ToolGuardrailFunctionOutput.reject_content(
                 f"Stalwart refused `{tool}`: its arguments are not a JSON object. Nothing ran."
             )
-        if call_id in self._pending:  # approved the SDK's way: the call is checked with its token
+        if self._asked(call_id, tool) is not None:
+            # Approved the SDK's way: the call is checked with its token when invoked.
             return ToolGuardrailFunctionOutput.allow()
         point, check = self._checked.pop(call_id, (None, None))
         if check is None or point != self._point(tool, arguments):
@@ -196,12 +200,18 @@ class StalwartTools:
             )
         return ToolGuardrailFunctionOutput.allow(output_info={"decision": check.decision})
 
+    def _asked(self, call_id: str, tool: str) -> Outcome | None:
+        """The question put to the person for this call (its id, its tool), if one was."""
+        pending = self._pending.get(call_id)
+        return pending if pending is not None and pending.tool == tool else None
+
     def _invoke(self, tool: str, text: str, call_id: str, ids: Mapping[str, str]) -> str:
         arguments = _arguments(text)
         if arguments is None:
             return f"Stalwart refused `{tool}`: its arguments are not a JSON object. Nothing ran."
         function = self.functions[tool]
-        pending = self._pending.pop(call_id, None)
+        pending = self._asked(call_id, tool)
+        self._pending.pop(call_id, None)
         if pending is not None:
             # The SDK only invokes an approved call: the yes is signed for the call shown, and the
             # call as invoked is checked with it (different arguments: token_mismatch).
