@@ -16,7 +16,8 @@
 
 `tools.input_guardrail()` reads the person's input as turns before the model runs (an agent-level
 input guardrail that does not run in parallel); `tools.run_config()` has a call of a tool the
-agent does not have answered to the model by the check (`unknown_tool`) instead of ending the run.
+agent does not have answered to the model by the check (`unknown_tool`) instead of ending the run,
+and keeps a catalogue's `secret` arguments out of the SDK's traces (no tool inputs or outputs traced).
 Against the console (`STALWART_URL`), the approval comes from the approvals queue: a resumed call
 waits for it (`wait_for_approval`).
 
@@ -114,6 +115,8 @@ class StalwartTools:
         self.tools: list[FunctionTool] = [
             self._tool(tools[name]) for name in wanted if name in tools and name in self.functions
         ]
+        # Whether a tool here has an argument the catalogue marks `secret` (see `run_config`).
+        self.secret = any(tools[t.name].get("secret") for t in self.tools)
 
     # -- the hooks ------------------------------------------------------------------------------
 
@@ -247,7 +250,9 @@ class StalwartTools:
         return InputGuardrail(read, name="stalwart_turns", run_in_parallel=False)
 
     def run_config(self, **options: Any) -> RunConfig:
-        """A `RunConfig` whose unknown tools are refused by the check, the model told why."""
+        """A `RunConfig` whose unknown tools are refused by the check, the model told why; where
+        a tool has a `secret` argument, one whose traces keep no tool inputs or outputs
+        (`trace_include_sensitive_data=False`, unless given)."""
 
         def formatter(args: Any) -> str | None:
             if getattr(args, "kind", None) != "tool_not_found":
@@ -257,6 +262,11 @@ class StalwartTools:
             return outcome.message
 
         options.setdefault("tool_not_found_behavior", "return_error_to_model")
+        if self.secret:
+            # The SDK's traces record each tool's input and output in clear by default (and send
+            # them to the trace exporter): with a `secret` argument among the tools, they do not,
+            # unless the host says so here.
+            options.setdefault("trace_include_sensitive_data", False)
         for name, field in (("run_id", "trace_id"), ("thread_id", "group_id")):
             if isinstance(options.get(field), str) and options[field]:
                 self._config_ids[name] = options[field]
