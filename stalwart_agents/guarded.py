@@ -49,6 +49,7 @@ _REFUSED = ("REFUSED", "REJECTED")
 _FAILED = ("BLOCKED", "FAILED", "UNCERTAIN")
 SECRET = "[secret]"  # a `secret` argument's value wherever a person or a framework sees it
 YES = frozenset({"yes", "y", "sim", "s", "approve", "approved", "ok", "true"})
+NO = frozenset({"no", "n", "não", "nao", "deny", "denied", "reject", "rejected", "false"})
 
 Function = Callable[[dict[str, Any]], Any]
 
@@ -106,6 +107,18 @@ def _yes(answer: Any) -> tuple[bool, dict[str, Any] | None]:
     if isinstance(answer, str):
         return answer.strip().lower() in YES, None
     return False, None
+
+
+def _said_no(answer: Any) -> bool:
+    """Whether a person's answer is an explicit no (`False`, `"no"`, `{"approved": false}`,
+    `{"type": "reject"}`), not merely no yes (`None`: nothing said yet)."""
+    if isinstance(answer, Mapping):
+        return answer.get("approved") is False or answer.get("type") in ("reject", "deny")
+    if isinstance(answer, bool):
+        return answer is False
+    if isinstance(answer, str):
+        return answer.strip().lower() in NO
+    return False
 
 
 def outside_tools(catalogue: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -433,11 +446,14 @@ class Guard:
     ) -> Outcome:
         """Carry a person's answer to a `confirm`: a yes runs exactly the call shown, checked
         again with the signed token; changed arguments (`{"approved": true, "arguments": ...}`)
-        are checked with that token too, and refused; a no runs nothing."""
+        are checked with that token too, and refused; a no runs nothing (against the console
+        too, whatever its queue says; an answer that is neither waits for the queue there)."""
         approved, edited = _yes(answer)
         if outcome.status != CONFIRM:
             raise ValueError("only a call waiting for a person can be resumed")
-        if not approved and not isinstance(self.session, RemoteSession):
+        # Against the console an answer that is no yes waits for its queue; an explicit no is
+        # the person withdrawing the call, and runs nothing wherever the call is decided.
+        if _said_no(answer) or (not approved and not isinstance(self.session, RemoteSession)):
             return _denied(outcome)
         try:
             token = self.approve(outcome, context=context)
