@@ -1237,7 +1237,7 @@ class RemoteSession(Session):
         the executor as the undo of its step. With `undo_on_refusal=False` the check's refusal
         (`REFUSED`, `REJECTED`) undoes nothing, as a door's own refusal before it. Calls from
         several threads run one at a time."""
-        with self._serial:
+        with runtime.one_call_at_a_time(self, self._serial):
             outcome = self._execute(tool, arguments, function, **given)
             undoes = UNDO_AFTER if undo_on_refusal else UNDO_AFTER - {"REFUSED", "REJECTED"}
             if outcome.get("outcome") in undoes and given.get("compensation_of") is None:

@@ -50,7 +50,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -610,6 +612,31 @@ def _as_function(function: Callable[..., Any]) -> Function:
 UNDO_AFTER = frozenset({"REFUSED", "REJECTED", "BLOCKED", "FAILED"})
 
 
+#: The lock a session's calls take here, by session (`id`), where a call of that session is
+#: running further up this call tree: a tool that runs a guarded graph of the same session.
+_calls_below: ContextVar[Mapping[int, threading.RLock] | None] = ContextVar(
+    "stalwart_calls_below", default=None
+)
+
+
+@contextmanager
+def one_call_at_a_time(owner: object, lock: threading.RLock) -> Iterator[None]:
+    """Hold `owner`'s session for one call: its check, its tool and its record.
+
+    Calls of one session from several threads (a model turn's parallel calls) wait for each other,
+    on `lock`. A call made while the tool of another call of the session runs -- a graph used as
+    a tool, its own calls in its own threads, which copy the context -- cannot wait for the call
+    that waits for it: it takes the lock that call left for the calls below it, so the calls
+    below are one at a time among themselves."""
+    held = _calls_below.get() or {}
+    with held.get(id(owner), lock):
+        token = _calls_below.set({**held, id(owner): threading.RLock()})
+        try:
+            yield
+        finally:
+            _calls_below.reset(token)
+
+
 @dataclass
 class Pending:
     """A call a person is asked about: the exact call their yes signs a token for."""
@@ -986,7 +1013,7 @@ class RuntimeSession:
         only one: the MCP gateway); a block or a failure still undoes. Calls of one session from
         several threads run one at a time, each checked after the one before it was recorded.
         """
-        with self._serial:
+        with one_call_at_a_time(self, self._serial):
             call, decision, ended = self._before_run(tool, arguments, given, undo_on_refusal, user)
             if ended is not None:
                 return ended

@@ -4,6 +4,7 @@ still decided after the ones before it ran (a run's spend cannot be passed by ca
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -90,3 +91,53 @@ def test_parallel_async_calls_cannot_spend_past_the_runs_limit_either():
     answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert len(paid) == 1, paid
     assert ["spend_exceeded" in m.content for m in answers].count(True) == 1
+
+
+def test_a_tool_that_runs_a_guarded_graph_of_the_same_session_does_not_wait_on_itself():
+    """A graph used as a tool (its own tool node, the same session) runs its calls in its own
+    threads while the outer call is running: they are serialised among themselves, and never
+    wait for the outer call that waits for them."""
+    read = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    catalogue = {
+        "agents": {"desk": {"tools": ["outer", "inner"]}},
+        "tools": [
+            {"name": "outer", "kind": "read", "parameters": read},
+            {"name": "inner", "kind": "read", "parameters": read},
+        ],
+    }
+    guard = Guard(Client().session("desk", catalogue=catalogue))
+
+    def graph_of(tool: StructuredTool):  # noqa: ANN202
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", StalwartToolNode([tool], guard=guard))
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+        return graph.compile()
+
+    def asked(name: str, q: str, ident: str) -> dict:
+        return {"messages": [AIMessage(content="", tool_calls=[{"name": name, "args": {"q": q}, "id": ident}])]}  # fmt: skip
+
+    def inner(q: str) -> str:
+        """Looks inside."""
+        return "inner " + q
+
+    inner_graph = graph_of(StructuredTool.from_function(inner))
+
+    def outer(q: str) -> str:
+        """Asks the inner graph."""
+        return inner_graph.invoke(asked("inner", q, "i1"))["messages"][-1].content
+
+    answers: list[str] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(
+            graph_of(StructuredTool.from_function(outer))
+            .invoke(asked("outer", "x", "o1"))["messages"][-1]
+            .content
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "the inner call waited for the outer one"
+    assert answers == ["inner x"]
+    assert [entry.content["tool"] for entry in guard.session.history] == ["inner", "outer"]
