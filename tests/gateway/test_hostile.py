@@ -28,19 +28,11 @@ from tests.gateway.test_through_mcp import _client, _environ
 LEAKED = (EVIL_SECRET, "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e")
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):  # noqa: ANN201
-    """The gateway over HTTP in front of `evil` and `shop`, approved; its stderr kept."""
-    folder = tmp_path_factory.mktemp("hostile")
-    calls = folder / "calls.txt"
+def _approved(config: Any, calls: Any, servers: str) -> None:
+    """`config` written with `servers` and approved, each server counting its calls in `calls`
+    (the servers read where from the environment, set for the approval only)."""
     calls.write_text("", encoding="utf-8")
-    config = folder / "gateway.yaml"
-    config.write_text(
-        "agent: desk\nservers:\n"
-        + server_block("evil", "    timeout: 10\n")
-        + server_block("shop", "    resources_outside: [shop_docs]\n"),
-        encoding="utf-8",
-    )
+    config.write_text("agent: desk\nservers:\n" + servers, encoding="utf-8")
     before = os.environ.get("GATEWAY_TEST_CALLS")
     os.environ["GATEWAY_TEST_CALLS"] = str(calls)
     try:
@@ -50,6 +42,19 @@ def hostile(tmp_path_factory):  # noqa: ANN201
             os.environ.pop("GATEWAY_TEST_CALLS", None)
         else:
             os.environ["GATEWAY_TEST_CALLS"] = before
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):  # noqa: ANN201
+    """The gateway over HTTP in front of `evil` and `shop`, approved; its stderr kept."""
+    folder = tmp_path_factory.mktemp("hostile")
+    calls, config = folder / "calls.txt", folder / "gateway.yaml"
+    _approved(
+        config,
+        calls,
+        server_block("evil", "    timeout: 10\n")
+        + server_block("shop", "    resources_outside: [shop_docs]\n"),
+    )
     port = free_port()
     stderr = folder / "gateway.stderr"
     with stderr.open("wb") as log:
@@ -226,18 +231,8 @@ def test_a_write_whose_answer_has_no_json_form_is_recorded_as_run(tmp_path) -> N
 
     from tests.gateway.test_through_mcp import Person
 
-    calls = tmp_path / "calls.txt"
-    calls.write_text("", encoding="utf-8")
-    config = tmp_path / "gateway.yaml"
-    config.write_text(
-        "agent: desk\nservers:\n" + server_block("evil", "    tools:\n      post: {at_most: 1}\n"),
-        encoding="utf-8",
-    )
-    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
-    try:
-        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
-    finally:
-        os.environ.pop("GATEWAY_TEST_CALLS", None)
+    calls, config = tmp_path / "calls.txt", tmp_path / "gateway.yaml"
+    _approved(config, calls, server_block("evil", "    tools:\n      post: {at_most: 1}\n"))
     person = Person(calls)
     gateway = StdioServerParameters(
         command=sys.executable,
@@ -377,20 +372,13 @@ def test_an_outside_servers_error_message_is_not_handed_on_unlabelled(tmp_path) 
     with the server's error code; a server not marked outside is quoted as before."""
     from mcp.client.stdio import StdioServerParameters
 
-    calls = tmp_path / "calls.txt"
-    calls.write_text("", encoding="utf-8")
-    config = tmp_path / "gateway.yaml"
-    config.write_text(
-        "agent: desk\nservers:\n"
-        + server_block("evil", "    reads_outside: [web]\n    resources_outside: [web]\n")
+    calls, config = tmp_path / "calls.txt", tmp_path / "gateway.yaml"
+    _approved(
+        config,
+        calls,
+        server_block("evil", "    reads_outside: [web]\n    resources_outside: [web]\n")
         + server_block("shop"),
-        encoding="utf-8",
     )
-    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
-    try:
-        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
-    finally:
-        os.environ.pop("GATEWAY_TEST_CALLS", None)
     gateway = StdioServerParameters(
         command=sys.executable,
         args=["-m", "stalwart_agents", "gateway", "--config", str(config)],
@@ -420,37 +408,27 @@ def test_an_outside_servers_error_message_is_not_handed_on_unlabelled(tmp_path) 
     assert ("evil", "leak", {}) in calls_of(calls)
 
 
-def test_the_gateway_keeps_only_the_resources_its_servers_list_now(tmp_path) -> None:  # noqa: ANN001
+def test_the_gateway_keeps_only_the_resources_its_servers_list_now(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """A server that lists a new address at every listing does not grow what the gateway keeps:
     the addresses it reads from are those of the latest listing, and one no longer listed is
     not read (it is listed again first)."""
     from stalwart_agents.gateway import Gateway, load_config
 
-    calls = tmp_path / "calls.txt"
-    calls.write_text("", encoding="utf-8")
-    config = tmp_path / "gateway.yaml"
-    config.write_text("agent: desk\nservers:\n" + server_block("evil"), encoding="utf-8")
-    before = os.environ.get("GATEWAY_TEST_CALLS")
-    os.environ["GATEWAY_TEST_CALLS"] = str(calls)
-    try:
-        assert cli.main(["gateway", "approve", "--config", str(config)]) == 0
+    calls, config = tmp_path / "calls.txt", tmp_path / "gateway.yaml"
+    _approved(config, calls, server_block("evil"))
+    monkeypatch.setenv("GATEWAY_TEST_CALLS", str(calls))  # the gateway here starts the server
 
-        async def run() -> tuple[set[str], str]:
-            async with Gateway(load_config(config)) as gateway:
-                for _ in range(30):
-                    await gateway.list_resources()
-                kept = set(gateway.resources)
-                try:
-                    await gateway.read_resource("evil://fresh/1")
-                except Exception as refused:  # noqa: BLE001 - the test reads why
-                    return kept, str(refused)
-                return kept, "read"
+    async def run() -> tuple[set[str], str]:
+        async with Gateway(load_config(config)) as gateway:
+            for _ in range(30):
+                await gateway.list_resources()
+            kept = set(gateway.resources)
+            try:
+                await gateway.read_resource("evil://fresh/1")
+            except Exception as refused:  # noqa: BLE001 - the test reads why
+                return kept, str(refused)
+            return kept, "read"
 
-        kept, first = anyio.run(run)
-    finally:
-        if before is None:
-            os.environ.pop("GATEWAY_TEST_CALLS", None)
-        else:
-            os.environ["GATEWAY_TEST_CALLS"] = before
+    kept, first = anyio.run(run)
     assert kept == {"evil://notes", "evil://stamped", "shop://policy", "evil://fresh/30"}, kept
     assert "no server offers" in first, first
