@@ -500,7 +500,10 @@ def switched_on(checks: Iterable[str] | None) -> frozenset[str]:
     """The checks that run for `checks=[...]`: those listed and those that cannot be turned off."""
     if checks is None:
         return NAMES
-    names = frozenset(str(name) for name in checks)
+    if isinstance(checks, str | bytes) or not all(isinstance(name, str) for name in checks):
+        # One name given as text would be read letter by letter ("no check named `e`").
+        raise UnknownCheck('`checks` is a list of check names, such as ["address"]')
+    names = frozenset(checks)
     unknown = names - NAMES
     if unknown:
         raise UnknownCheck(f"there is no check named `{sorted(unknown)[0]}`")

@@ -91,6 +91,13 @@ def test_switching_on_some_checks_keeps_those_that_cannot_be_switched_off():
     assert switched_on(None) == NAMES
 
 
+@pytest.mark.parametrize("given", ["address", b"address", ["address", 3]])
+def test_checks_given_as_one_text_or_with_a_non_name_are_refused_saying_so(given):
+    # Text is not read letter by letter ("there is no check named `a`").
+    with pytest.raises(UnknownCheck, match="a list of check names"):
+        switched_on(given)
+
+
 def test_the_docs_table_has_a_row_per_check_with_its_examples():
     table = render_table()
     rows = table.strip().splitlines()
