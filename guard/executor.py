@@ -32,7 +32,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -48,6 +48,7 @@ from guard.approvals import approval_request_create
 from guard.counters import count, counters
 from guard.engine import tool_checks
 from guard.engine.canonical import is_json
+from guard.engine.check import _order_refusal, _refuse
 from guard.engine.execution import (
     ExecutionContext,
     Replayed,
@@ -192,19 +193,14 @@ def _running_limits(
             .first()
         )
         if undoing is not None:
-            detail = {
-                "step": 6,
-                "check": "undo",
-                "undoes": undoes,
-                "problem": "the step's undo is running",
-                "running": undoing,
-            }
-            return {
-                "decision": "refuse",
-                "reasons": ["compensation_spent"],
-                "detail": detail,
-                "rule": "undo",
-            }
+            return _refuse(
+                "compensation_spent",
+                6,
+                "undo",
+                undoes=undoes,
+                problem="the step's undo is running",
+                running=undoing,
+            ).to_dict()
     # The checks of step 7 that count the run: skipped for an undo, as the check skips them.
     counted = tuple(
         item
@@ -225,12 +221,15 @@ def _running_limits(
     ran = history.count(known.name)
     of_tool = sum(1 for entry in running if entry["tool"] == known.name)
     if known.at_most is not None and ran + of_tool >= known.at_most:
-        rule = f"at_most {known.at_most}"
-        detail = {"step": 5, "check": "order", "rule": rule, "ran": ran, "running": of_tool}
-        return {"decision": "refuse", "reasons": ["order_rule"], "detail": detail, "rule": rule}
+        return _order_refusal(f"at_most {known.at_most}", None, ran=ran, running=of_tool).to_dict()
     arguments = call.get("arguments") or {}
-    run_cost = None
-    if any(item.form == "cap_cost" for item in counted):
+    # The check's own figures for the cost cap, the writes still running added to what was spent.
+    run_cost = (
+        check.run_cost_of(known, arguments, history, cost if is_amount(cost) else None)
+        if counted
+        else None
+    )
+    if run_cost is not None:
         costs = (
             declared_cost(
                 getattr(check.catalogue.tools.get(entry["tool"]), "cost", None),
@@ -238,13 +237,8 @@ def _running_limits(
             )
             for entry in running
         )
-        spent = history.cost + sum((c for c in costs if c is not MISSING_COST), Decimal(0))
-        this_call = declared_cost(known.cost, arguments)
-        if is_amount(cost):
-            reported = cents(cost)
-            this_call = reported if this_call is MISSING_COST else max(this_call, reported)
-        argument = known.cost.argument if known.cost is not None else None
-        run_cost = tool_checks.RunCost(spent, this_call, argument)
+        running_cost = sum((c for c in costs if c is not MISSING_COST), Decimal(0))
+        run_cost = replace(run_cost, spent=run_cost.spent + running_cost)
     lookup = _WithRunning(history, running)
     for item in counted:
         failure = tool_checks.evaluate(
@@ -254,8 +248,7 @@ def _running_limits(
             reason, detail = failure
             rule = detail.pop("rule")
             detail["index"] = known.checks.index(item)
-            detail = {"step": 7, "check": "your_rules", "rule": rule, **detail}
-            return {"decision": "refuse", "reasons": [reason], "detail": detail, "rule": rule}
+            return _refuse(reason, 7, "your_rules", rule=rule, **detail).to_dict()
     return decision
 
 

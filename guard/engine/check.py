@@ -549,7 +549,7 @@ class ToolCheck:
                 history,
                 usage,
                 tool=tool.name,
-                cost=self._run_cost(tool, call, history, cost),
+                cost=self.run_cost_of(tool, call.arguments, history, cost),
             )
             if failure is not None:
                 reason, detail = failure
@@ -668,11 +668,14 @@ class ToolCheck:
                     )
                 )
 
-    def _run_cost(self, tool: Tool, call: Call, history: History, cost: Any) -> RunCost | None:
-        """The figures a `cap_cost` check reads, computed only for a tool that has one."""
+    def run_cost_of(
+        self, tool: Tool, arguments: Mapping[str, Any], history: History, cost: Any
+    ) -> RunCost | None:
+        """The figures a `cap_cost` check of `tool` reads for a call with `arguments` (`cost`:
+        what the host says it costs), computed only for a tool that has one."""
         if not any(item.form == "cap_cost" for item in tool.checks):
             return None
-        this_call = declared_cost(tool.cost, call.arguments)
+        this_call = declared_cost(tool.cost, arguments)
         if cost is not None:
             reported = cents(cost)
             this_call = reported if this_call is MISSING_COST else max(this_call, reported)
