@@ -16,7 +16,6 @@ Where the console cannot answer (unreachable, an error), a check raises
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -190,7 +189,7 @@ class Client:
 
         with self._feeds_lock:
             if self._log is None:
-                named = hashlib.sha256(f"{self.url}\n{self.api_key}".encode()).hexdigest()[:16]
+                named = spool.owner_of(self.url, self.api_key)[:16]  # the spool's owner, shortened
                 given = os.environ.get("STALWART_SPOOL")
                 if not given:
                     path = spool.default_path().with_name(f"decisions-{named}.sqlite3")
