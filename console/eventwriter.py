@@ -113,11 +113,13 @@ class EventWriter:
         try:
             self._commit(batch)
         except (OperationalError, InterfaceError):
+            # The connection failed: before the write reached the server, or after it committed
+            # and before its answer came back. What was stored is found by its rows' record ids.
             connection.close()
             try:
-                self._commit(batch)
+                self._commit(batch, again=True)
             except DatabaseError:
-                self._one_by_one(batch)
+                self._one_by_one(batch, again=True)
                 return
         except DatabaseError:
             self._one_by_one(batch)
@@ -126,9 +128,14 @@ class EventWriter:
         for job in batch:
             job.done.set()
 
-    def _commit(self, batch: list[Job]) -> None:
+    def _commit(self, batch: list[Job], *, again: bool = False) -> None:
         from console.services import _event_recorded, events_insert
 
+        if again and self._stored_already(batch):
+            for job in batch:
+                if job.rows:
+                    _event_recorded(job.organisation, job.events)
+            return
         # Events alone are one statement, which is a transaction of its own in autocommit: no
         # BEGIN and no COMMIT to wait for, two round trips fewer. Anything written beside them
         # (a rule's match counts) makes it one transaction with them, as before.
@@ -145,13 +152,38 @@ class EventWriter:
                 if job.events:
                     _event_recorded(job.organisation, job.events)
 
-    def _one_by_one(self, batch: list[Job]) -> None:
+    @staticmethod
+    def _stored_already(batch: list[Job]) -> bool:
+        """Whether `batch` was committed by a try whose answer was lost: a batch is one statement
+        or one transaction, so its rows are stored all or none (found by their record ids, each
+        event's own). Where they are, each job's events are its rows, with the ids they got."""
+        from console.models import Event
+
+        rows = [row for job in batch for row in job.rows]
+        if not rows:
+            return False  # nothing to find it by: written again (its `also` alone, at worst)
+        found = {
+            (organisation, record): number
+            for organisation, record, number in Event.objects.filter(
+                record_id__in=[row.record_id for row in rows]
+            ).values_list("organisation_id", "record_id", "pk")
+        }
+        if not found:
+            return False
+        for row in rows:
+            row.pk = found.get((row.organisation_id, row.record_id))
+            row._state.adding, row._state.db = False, connection.alias
+        for job in batch:
+            job.events = list(job.rows)
+        return True
+
+    def _one_by_one(self, batch: list[Job], *, again: bool = False) -> None:
         for job in batch:
             # After an error other than a refused row, the connection is replaced, not trusted.
             if connection.connection is not None and connection.errors_occurred:
                 connection.close()
             try:
-                self._commit([job])
+                self._commit([job], again=again)
             except BaseException as exc:  # noqa: BLE001 - this decision fails closed, alone
                 job.error = exc
             job.done.set()

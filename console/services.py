@@ -12,6 +12,7 @@ import hmac
 import json
 import logging
 import secrets
+import uuid
 import zlib
 from typing import Any
 from urllib.parse import urlsplit
@@ -614,7 +615,9 @@ def _event_row(
     match_note: str = "",
 ) -> Event:
     """The event as it is written: bounded, its detail redacted, in its session's shard;
-    `run_id` and `thread_id` are the framework's (checked by the door that took them)."""
+    `run_id` and `thread_id` are the framework's (checked by the door that took them). Its
+    `record_id` is the runtime's record's, else one of its own: the event writer finds by it a
+    write whose commit was not answered (`console.eventwriter`)."""
     session, agent = session[:128], agent[:128]
     shard = zlib.crc32(f"{organisation.pk}:{agent}:{session}".encode()) % SHARDS
     extra: dict[str, Any] = {}
@@ -637,7 +640,7 @@ def _event_row(
         run_id=str(redact(run_id or ""))[:128],
         thread_id=str(redact(thread_id or ""))[:128],
         shard=shard,
-        record_id=record_id,
+        record_id=record_id if record_id is not None else uuid.uuid4(),
         match_note=match_note[:300],
         **extra,
     )

@@ -101,17 +101,20 @@ def test_a_small_batch_is_one_insert_storing_what_bulk_create_stores(organisatio
     assert ("jsonb_to_recordset" in written[0]) == (connection.vendor == "postgresql")
 
 
-def test_an_event_without_a_record_id_or_a_match_state_gets_the_defaults(organisation):
+def test_an_event_without_a_record_id_or_a_match_state_gets_its_own_id_and_the_default(
+    organisation,
+):
     (event,) = services.events_insert(
         [services._event_row(organisation=organisation, source="firewall", decision="allow")]
     )
-    stored = Event.objects.get(pk=event.pk)
-    assert (stored.record_id, stored.match_state, stored.detail, stored.reasons) == (
-        None,
-        "pending",
-        {},
-        [],
+    (other,) = services.events_insert(
+        [services._event_row(organisation=organisation, source="firewall", decision="allow")]
     )
+    stored = Event.objects.get(pk=event.pk)
+    # an id of its own (the event writer finds a write whose commit was not answered by it)
+    assert isinstance(stored.record_id, uuid.UUID) and stored.record_id == event.record_id
+    assert Event.objects.get(pk=other.pk).record_id != stored.record_id
+    assert (stored.match_state, stored.detail, stored.reasons) == ("pending", {}, [])
     assert stored.at == event.at
 
 
