@@ -223,31 +223,22 @@ def _answer_lost_once(monkeypatch, where: str) -> list[int]:
 
     lost = [0]
 
-    def writer_thread() -> bool:
-        return threading.current_thread().name == "stalwart-event-writer"
-
-    if where == "insert":
-        real_insert = console_services.events_insert
-
-        def insert(events):  # noqa: ANN001, ANN202
-            stored = real_insert(events)
-            if writer_thread() and not lost[0]:
-                lost[0] += 1
-                raise OperationalError("server closed the connection unexpectedly")
-            return stored
-
-        monkeypatch.setattr(console_services, "events_insert", insert)
-    else:
-        real_commit = BaseDatabaseWrapper._commit
-
-        def commit(self):  # noqa: ANN001, ANN202
-            done = real_commit(self)
-            if writer_thread() and not lost[0]:
+    def then_lost(real):  # noqa: ANN001, ANN202
+        def lossy(*args):  # noqa: ANN002, ANN202
+            done = real(*args)
+            if threading.current_thread().name == "stalwart-event-writer" and not lost[0]:
                 lost[0] += 1
                 raise OperationalError("server closed the connection unexpectedly")
             return done
 
-        monkeypatch.setattr(BaseDatabaseWrapper, "_commit", commit)
+        return lossy
+
+    if where == "insert":
+        monkeypatch.setattr(
+            console_services, "events_insert", then_lost(console_services.events_insert)
+        )
+    else:
+        monkeypatch.setattr(BaseDatabaseWrapper, "_commit", then_lost(BaseDatabaseWrapper._commit))
     return lost
 
 
