@@ -21,6 +21,13 @@ and keeps a catalogue's `secret` arguments out of the SDK's traces (no tool inpu
 Against the console (`STALWART_URL`), the approval comes from the approvals queue: a resumed call
 waits for it (`wait_for_approval`).
 
+`tools.guard_agent(agent)` puts every other tool call of an SDK agent through the same check: the
+host's own `FunctionTool`s and its MCP servers' tools (each time the SDK lists them) get the same
+hooks, so a tool the catalogue does not know is refused (`unknown_tool`) and nothing runs; the
+agents it hands off to are guarded too. A tool no check can stand in front of (a hosted tool, a
+computer, shell or patch tool) raises `UncheckedToolError`; so does a run (`tools.run_config()`)
+of an agent with a tool that is not checked: fail closed, nothing runs unchecked.
+
 Every decision carries the run's trace id and group id as its run and thread ids (`tools.ids`). A
 handoff is another agent's `StalwartTools` over `guard.handoff(name)`: the same session and signed
 history. `Runner.run_streamed` goes through the same hooks.
@@ -30,17 +37,24 @@ Framework imports live only in this module: the core SDK never needs the Agents 
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from agents import FunctionTool, InputGuardrail, RunConfig
+from agents import Agent, FunctionTool, Handoff, InputGuardrail, RunConfig
+from agents.exceptions import UserError
 from agents.guardrail import GuardrailFunctionOutput
 from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrail
 
 from stalwart_agents.guarded import CONFIRM, RAN, REFUSED, Guard, Outcome, result_text
 
-__all__ = ["StalwartTools"]
+__all__ = ["StalwartTools", "UncheckedToolError"]
+
+#: The attribute a guarded SDK agent carries: the `StalwartTools` whose guard checks its calls.
+_GUARDED = "_stalwart_tools"
 
 
 def _arguments(text: Any) -> dict[str, Any] | None:
@@ -70,6 +84,20 @@ def _turns(given: Any) -> list[str]:
     return turns
 
 
+def _plain(result: Any) -> Any:
+    """A host tool's output as the signed history records it: an MCP tool's text (the SDK's
+    `{"type": "text", "text": ...}`) as its JSON value where it is JSON, else as text."""
+    if isinstance(result, list) and len(result) == 1:
+        result = result[0]
+    field = result.get if isinstance(result, Mapping) else lambda name: getattr(result, name, None)
+    if field("type") != "text":
+        return result
+    try:
+        return json.loads(field("text"))
+    except (TypeError, ValueError):
+        return field("text")
+
+
 def _trace_ids() -> dict[str, str]:
     """The current trace's id (the run) and group id (the conversation), where a trace records."""
     from agents.tracing import get_current_trace
@@ -83,6 +111,81 @@ def _trace_ids() -> dict[str, str]:
     if isinstance(group, str) and group:
         ids["thread_id"] = group
     return ids
+
+
+class UncheckedToolError(UserError):
+    """An agent has a tool no check can stand in front of: its run does not start."""
+
+
+class _Check:
+    """A guarded tool's input guardrail: the check of `owner` for the calls of tool `name`."""
+
+    def __init__(self, owner: StalwartTools, name: str) -> None:
+        self.owner = owner
+        self.name = name
+        self.__name__ = "stalwart"
+
+    def __call__(self, data: Any) -> ToolGuardrailFunctionOutput:
+        return self.owner._guardrail(self.name, data.context, self.owner.ids(data.context))
+
+
+def _owner(tool: Any) -> StalwartTools | None:
+    """The `StalwartTools` whose check a tool's calls go through, if they go through one."""
+    for guardrail in getattr(tool, "tool_input_guardrails", None) or ():
+        function = getattr(guardrail, "guardrail_function", None)
+        if isinstance(function, _Check):
+            return function.owner
+    return None
+
+
+#: The SDK's kinds of tool, in words (an error names a tool by its name and kind).
+KINDS = {
+    "FunctionTool": "a function tool",
+    "ComputerTool": "a computer tool, run by the SDK",
+    "LocalShellTool": "a shell tool, run by the SDK",
+    "ShellTool": "a shell tool, run by the SDK",
+    "ApplyPatchTool": "a patch tool, run by the SDK",
+    "CustomTool": "a custom tool",
+}
+
+
+def _kind(tool: Any) -> str:
+    """A tool as an error names it: its name and kind (a hosted tool runs on OpenAI's side)."""
+    kind = KINDS.get(type(tool).__name__, "a hosted tool, run by OpenAI")
+    return f"`{getattr(tool, 'name', None) or type(tool).__name__}` ({kind})"
+
+
+def _reached(agent: Any) -> Iterator[Agent[Any]]:
+    """An SDK agent and every agent a run of it can reach: the agents it hands off to and the
+    agents its tools run (`agent.as_tool`), each once."""
+    seen: set[int] = set()
+    waiting = [agent]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen or not isinstance(current, Agent):
+            continue
+        seen.add(id(current))
+        yield current
+        for item in getattr(current, "handoffs", None) or ():
+            if isinstance(item, Handoff):
+                ref = getattr(item, "_agent_ref", None)
+                item = ref() if callable(ref) else None
+            waiting.append(item)
+        for tool in current.tools:
+            waiting.append(getattr(tool, "_agent_instance", None))
+
+
+def _unchecked(agent: Any) -> list[str]:
+    """What of an agent's tools no check stands in front of (nothing, for a guarded agent)."""
+    found = [
+        _kind(tool)
+        for tool in getattr(agent, "tools", None) or ()
+        if not isinstance(tool, FunctionTool) or _owner(tool) is None
+    ]
+    if getattr(agent, "mcp_servers", None) and getattr(agent, _GUARDED, None) is None:
+        names = ", ".join(f"`{getattr(s, 'name', type(s).__name__)}`" for s in agent.mcp_servers)
+        found.append(f"the tools of the MCP servers {names}")
+    return found
 
 
 class StalwartTools:
@@ -101,6 +204,7 @@ class StalwartTools:
         functions: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
     ) -> None:
         self.guard = guard
+        self.catalogue = catalogue
         self.functions = {**guard.tools, **dict(functions or {})}
         self._pending: dict[str, Outcome] = {}
         # The check `needs_approval` made, reused by the guardrail for the same call at the same
@@ -109,6 +213,8 @@ class StalwartTools:
         # The ids `run_config(trace_id=..., group_id=...)` was given: a run with tracing off
         # still names its run and conversation with them.
         self._config_ids: dict[str, str] = {}
+        # The `StalwartTools` `guard_agent` made for agents reached without one of their own.
+        self._others: list[StalwartTools] = []
         tools = {t["name"]: t for t in catalogue.get("tools", []) if isinstance(t, Mapping)}
         reach = (catalogue.get("agents") or {}).get(guard.agent) or {}
         wanted = list(names) if names is not None else list(reach.get("tools") or tools)
@@ -117,6 +223,7 @@ class StalwartTools:
         ]
         # Whether a tool here has an argument the catalogue marks `secret` (see `run_config`).
         self.secret = any(tools[t.name].get("secret") for t in self.tools)
+        self._specs = tools
 
     # -- the hooks ------------------------------------------------------------------------------
 
@@ -127,10 +234,12 @@ class StalwartTools:
             return self._needs_approval(name, params, call_id, self.ids(ctx))
 
         async def invoke(ctx: Any, text: str) -> str:
-            return self._invoke(name, text, getattr(ctx, "tool_call_id", ""), self.ids(ctx))
-
-        def guardrail(data: Any) -> ToolGuardrailFunctionOutput:
-            return self._guardrail(name, data.context, self.ids(data.context))
+            # In a thread: a session runs its calls one at a time, and a host's tool waits for
+            # this loop (see `_wrap`); a call waiting for another must not hold the loop.
+            call_id = getattr(ctx, "tool_call_id", "")
+            return await asyncio.to_thread(
+                self._invoke, name, text, call_id, self.ids(ctx), self.functions[name]
+            )
 
         return FunctionTool(
             name=name,
@@ -139,7 +248,49 @@ class StalwartTools:
             on_invoke_tool=invoke,
             strict_json_schema=False,
             needs_approval=needs_approval,
-            tool_input_guardrails=[ToolInputGuardrail(guardrail, name="stalwart")],
+            tool_input_guardrails=[ToolInputGuardrail(_Check(self, name), name="stalwart")],
+        )
+
+    def _wrap(self, tool: FunctionTool) -> FunctionTool:
+        """A host's own `FunctionTool` (an MCP server's too), its calls through this check: the
+        same hooks as a guarded tool's, the host's tool run by the session's executor. The
+        tool's own approval and guardrails still apply after the check's."""
+        name = tool.name
+        own_approval = tool.needs_approval
+        original = tool.on_invoke_tool
+
+        async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            if self._needs_approval(name, params, call_id, self.ids(ctx)):
+                return True
+            if self._checked[call_id][1].decision == "refuse":
+                return False  # the guardrail rejects it: no person is asked about a refusal
+            if callable(own_approval):
+                answer = own_approval(ctx, params, call_id)
+                return bool(await answer if inspect.isawaitable(answer) else answer)
+            return bool(own_approval)
+
+        async def invoke(ctx: Any, text: str) -> str:
+            loop = asyncio.get_running_loop()
+
+            def function(arguments: dict[str, Any]) -> Any:
+                # The host's tool is a coroutine of this loop: the executor's thread waits for it.
+                given = json.dumps(arguments)
+                result = asyncio.run_coroutine_threadsafe(original(ctx, given), loop).result()
+                return _plain(result)
+
+            call_id = getattr(ctx, "tool_call_id", "")
+            return await asyncio.to_thread(
+                self._invoke, name, text, call_id, self.ids(ctx), function
+            )
+
+        guardrails = [ToolInputGuardrail(_Check(self, name), name="stalwart")]
+        spec = self._specs.get(name) or {}
+        self.secret = self.secret or bool(spec.get("secret"))
+        return dataclasses.replace(
+            tool,
+            on_invoke_tool=invoke,
+            needs_approval=needs_approval,
+            tool_input_guardrails=[*guardrails, *(tool.tool_input_guardrails or ())],
         )
 
     def _point(self, tool: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -208,11 +359,17 @@ class StalwartTools:
         pending = self._pending.get(call_id)
         return pending if pending is not None and pending.tool == tool else None
 
-    def _invoke(self, tool: str, text: str, call_id: str, ids: Mapping[str, str]) -> str:
+    def _invoke(
+        self,
+        tool: str,
+        text: str,
+        call_id: str,
+        ids: Mapping[str, str],
+        function: Callable[[dict[str, Any]], Any],
+    ) -> str:
         arguments = _arguments(text)
         if arguments is None:
             return f"Stalwart refused `{tool}`: its arguments are not a JSON object. Nothing ran."
-        function = self.functions[tool]
         pending = self._asked(call_id, tool)
         self._pending.pop(call_id, None)
         if pending is not None:
@@ -234,10 +391,80 @@ class StalwartTools:
         call_id = getattr(getattr(item, "raw_item", None), "call_id", None) or getattr(
             item, "call_id", ""
         )
-        pending = self._pending.get(str(call_id))
-        if pending is None:
-            return {"call": {"tool": getattr(item, "tool_name", "")}, "reasons": []}
-        return dict(pending.prompt or {})
+        for tools in (self, *self._others):
+            pending = tools._pending.get(str(call_id))
+            if pending is not None:
+                return dict(pending.prompt or {})
+        return {"call": {"tool": getattr(item, "tool_name", "")}, "reasons": []}
+
+    def guard_agent(self, agent: Agent[Any]) -> Agent[Any]:
+        """Put every tool call of an SDK agent through the check, and answer the agent.
+
+        Each `FunctionTool` of the agent that is not a guarded one (the host's own) is replaced by
+        one whose calls go through this check; the tools of its MCP servers are, each time the
+        SDK lists them. The agents it hands off to and those its tools run (`as_tool`) are
+        guarded too, each by the `StalwartTools` its guarded tools have, else by one over
+        `guard.handoff(name)`. A tool no check can stand in front of (a hosted tool such as
+        `WebSearchTool`, a computer, shell or patch tool) raises `UncheckedToolError`, naming it,
+        and nothing is changed. The agent is changed in place: guard it before a run."""
+        reached = list(_reached(agent))
+        cannot = [
+            f"{_kind(tool)} of agent `{each.name}`"
+            for each in reached
+            for tool in each.tools
+            if not isinstance(tool, FunctionTool)
+        ]
+        # A sandbox agent runs on a copy of itself whose tools (its capabilities') it makes.
+        cannot += [
+            f"agent `{each.name}` (a sandbox agent, its tools made by the SDK)"
+            for each in reached
+            if any(kind.__name__ == "SandboxAgent" for kind in type(each).__mro__)
+        ]
+        if cannot:
+            raise UncheckedToolError(
+                "stalwart cannot check the calls of "
+                + ", ".join(cannot)
+                + ": they would run unchecked, so the agent is not run"
+            )
+        for each in reached:
+            self._guard_one(each, self if each is agent else self._owner_for(each))
+        return agent
+
+    def _owner_for(self, agent: Agent[Any]) -> StalwartTools:
+        """The `StalwartTools` of an agent reached from the guarded one: its tools' own, else a
+        new one over this guard's `handoff` to it (the same session and signed history)."""
+        for tool in agent.tools:
+            found = _owner(tool)
+            if found is not None:
+                return found
+        made = StalwartTools(self.guard.handoff(agent.name), self.catalogue, names=[])
+        made._config_ids = self._config_ids
+        self._others.append(made)
+        return made
+
+    def _guard_one(self, agent: Agent[Any], owner: StalwartTools) -> None:
+        if owner is not self and owner not in self._others:
+            self._others.append(owner)
+        agent.tools = [
+            tool if _owner(tool) is not None else owner._wrap(tool) for tool in agent.tools
+        ]
+        if getattr(agent, _GUARDED, None) is not None:
+            return
+        listed = agent.get_mcp_tools
+
+        async def get_mcp_tools(run_context: Any) -> list[Any]:
+            tools = await listed(run_context)
+            cannot = [_kind(tool) for tool in tools if not isinstance(tool, FunctionTool)]
+            if cannot:
+                raise UncheckedToolError(
+                    f"stalwart cannot check the calls of {', '.join(cannot)} of agent "
+                    f"`{agent.name}`'s MCP servers: they would run unchecked"
+                )
+            return [owner._wrap(tool) for tool in tools]
+
+        # The SDK lists an agent's MCP tools afresh on each turn, through this method.
+        object.__setattr__(agent, "get_mcp_tools", get_mcp_tools)
+        object.__setattr__(agent, _GUARDED, owner)
 
     def input_guardrail(self) -> InputGuardrail:
         """An agent input guardrail that reads the person's input as turns, before the model."""
@@ -261,6 +488,19 @@ class StalwartTools:
             outcome = Outcome(REFUSED, str(args.tool_name), {}, reasons=tuple(check.reasons))
             return outcome.message
 
+        own_filter = options.pop("call_model_input_filter", None)
+
+        def unchecked_not_run(data: Any) -> Any:
+            # Before each model call of each agent of the run (the first, the handed-to): an
+            # agent with a tool no check stands in front of is not run at all.
+            unchecked = _unchecked(data.agent)
+            if unchecked:
+                raise UncheckedToolError(
+                    f"stalwart cannot check {', '.join(unchecked)} of agent `{data.agent.name}`: "
+                    "run the agent as `tools.guard_agent(agent)`, so every call is checked"
+                )
+            return own_filter(data) if own_filter is not None else data.model_data
+
         options.setdefault("tool_not_found_behavior", "return_error_to_model")
         if self.secret:
             # The SDK's traces record each tool's input and output in clear by default (and send
@@ -270,4 +510,6 @@ class StalwartTools:
         for name, field in (("run_id", "trace_id"), ("thread_id", "group_id")):
             if isinstance(options.get(field), str) and options[field]:
                 self._config_ids[name] = options[field]
-        return RunConfig(tool_error_formatter=formatter, **options)
+        return RunConfig(
+            tool_error_formatter=formatter, call_model_input_filter=unchecked_not_run, **options
+        )

@@ -18,7 +18,8 @@ from openai.types.responses import (
 
 
 class ScriptedModel(Model):
-    """Each step is a text (the reply) or `(tool, arguments, call_id)` (a function call).
+    """Each step is a text (the reply), `(tool, arguments, call_id)` (a function call), or a list
+    of such calls (one turn's parallel calls).
 
     `seen` keeps the input the model was given at each call, so a test can see what it read.
     """
@@ -55,7 +56,7 @@ class ScriptedModel(Model):
                 )
             ]
         else:
-            name, arguments, call_id = step
+            calls = step if isinstance(step, list) else [step]  # a list: parallel calls
             output = [
                 ResponseFunctionToolCall(
                     id=call_id,
@@ -64,6 +65,7 @@ class ScriptedModel(Model):
                     name=name,
                     arguments=json.dumps(arguments),
                 )
+                for name, arguments, call_id in calls
             ]
         return output
 
