@@ -92,12 +92,15 @@ async def main() -> None:
         ("charge_card", {"order_id": "4411", "amount": 999}, "c5"),
         "Nothing was charged.",
     )
-    desk = Agent(
-        name="desk",
-        instructions="You are the shop's desk.",
-        tools=guarded.tools,
-        model=model,
-        input_guardrails=[guarded.input_guardrail()],
+    # Every tool of the agent goes through the check: a host's own and an MCP server's too.
+    desk = guarded.guard_agent(
+        Agent(
+            name="desk",
+            instructions="You are the shop's desk.",
+            tools=guarded.tools,
+            model=model,
+            input_guardrails=[guarded.input_guardrail()],
+        )
     )
     config = guarded.run_config(tracing_disabled=True)
 
