@@ -208,3 +208,37 @@ def test_a_host_tool_and_a_guarded_one_called_in_parallel_each_run_once_checked(
     assert result.final_output == "done"
     assert sorted(name for name, _ in ran) == ["host get_order", "read_inbox"]
     assert sorted(e.content["tool"] for e in guard.session.history) == ["get_order", "read_inbox"]
+
+
+def test_an_mcp_tool_of_the_agent_handed_to_asks_the_person_and_runs_only_once_approved(
+    shop, functions, ran, calls
+):
+    desk_model = ScriptedModel(
+        ("get_order", {"order_id": "4411"}, "c1"),
+        ("read_inbox", {}, "c2"),
+        ("transfer_to_billing", {}, "c3"),
+    )
+    billing_model = ScriptedModel(("refund_card", {"order_id": "4411", "amount": 999}, "c4"), "ok")
+    desk, tools, guard = make(shop, functions, desk_model)
+    server = mcp_shop(calls)
+    desk.handoffs = [Agent(name="billing", mcp_servers=[server], model=billing_model)]
+    desk = tools.guard_agent(desk)
+    config = tools.run_config(tracing_disabled=True)
+
+    async def go():  # noqa: ANN202
+        async with server:
+            result = await Runner.run(desk, "show order 4411 and my inbox", run_config=config)
+            (item,) = result.interruptions
+            prompt = tools.prompt(item)
+            before = reached(calls)
+            state = result.to_state()
+            state.approve(item)
+            return prompt, before, await Runner.run(desk, state, run_config=config)
+
+    prompt, before, resumed = asyncio.run(go())
+    assert prompt["call"]["agent"] == "billing" and "tainted_call" in prompt["reasons"]
+    assert before == []  # nothing reached the server before the yes
+    assert resumed.final_output == "ok"
+    assert reached(calls) == ["refund_card"]
+    history = [(e.content["agent"], e.content["tool"]) for e in guard.session.history]
+    assert history[-1] == ("billing", "refund_card")
