@@ -4,7 +4,9 @@
 its published version's key and number) and whether the call's tool is switched off for its agent
 or its session held. Read by one statement per call, that read was a fifth of what a decision cost
 the console beyond an authenticated no-op. Those rows change a few times a day; a hold or a switch
-raised by a sequence alert must still stop the very next call.
+raised by a sequence alert must still stop the next calls: at once in the process that raised it,
+and in the others once Redis delivers its announcement (milliseconds; a call decided in that
+gap is decided without it).
 
 So each process keeps, per organisation, the policy row with its published key and number and the
 whole set of switched-off tools and held sessions, and answers every call from them while they are
