@@ -41,6 +41,7 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -52,6 +53,11 @@ from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardra
 from stalwart_agents.guarded import CONFIRM, RAN, REFUSED, Guard, Outcome, result_text
 
 __all__ = ["StalwartTools", "UncheckedToolError"]
+
+#: The sessions with a host's tool wrapped (`StalwartTools._wrap`): its call holds the session in
+#: a thread while its coroutine runs on the event loop, so their other calls leave the loop free
+#: while they wait for the session (a thread each); the calls of any other session run inline.
+_ON_THE_LOOP: weakref.WeakSet[Any] = weakref.WeakSet()
 
 #: The attribute a guarded SDK agent carries: the `StalwartTools` whose guard checks its calls.
 _GUARDED = "_stalwart_tools"
@@ -234,12 +240,13 @@ class StalwartTools:
             return self._needs_approval(name, params, call_id, self.ids(ctx))
 
         async def invoke(ctx: Any, text: str) -> str:
+            call_id = getattr(ctx, "tool_call_id", "")
+            given = (self._invoke, name, text, call_id, self.ids(ctx), self.functions[name])
+            if self.guard.session not in _ON_THE_LOOP:
+                return given[0](*given[1:])  # no call of the session waits for this loop
             # In a thread: a session runs its calls one at a time, and a host's tool waits for
             # this loop (see `_wrap`); a call waiting for another must not hold the loop.
-            call_id = getattr(ctx, "tool_call_id", "")
-            return await asyncio.to_thread(
-                self._invoke, name, text, call_id, self.ids(ctx), self.functions[name]
-            )
+            return await asyncio.to_thread(*given)
 
         return FunctionTool(
             name=name,
@@ -284,6 +291,7 @@ class StalwartTools:
             )
 
         guardrails = [ToolInputGuardrail(_Check(self, name), name="stalwart")]
+        _ON_THE_LOOP.add(self.guard.session)
         spec = self._specs.get(name) or {}
         self.secret = self.secret or bool(spec.get("secret"))
         return dataclasses.replace(
