@@ -415,7 +415,9 @@ class Agent:
         from router import engine as router_engine
         from stalwart_agents import runtime
         from stalwart_agents.chat import ChatExecutor, firewall_gate
+        from stalwart_agents.client import ConnectedSession
         from stalwart_agents.console_settings import ConsoleSettings, console_settings
+        from stalwart_agents.door_firewall import door_firewall
 
         key = (user, agent, language)
         conversation = self._conversations.get(key)
@@ -478,14 +480,19 @@ class Agent:
                     sink=local.decision_log(),
                     **common,
                 )
+                # The organisation's published firewall gates the turn with the file's.
+                firewall = door_firewall(
+                    self.firewall, ConnectedSession(session, client=local, feed=feed)
+                )
             else:
                 session = runtime.RuntimeSession(self._wired(own), agent or "", **common)
+                firewall = self.firewall
             conversation = router_engine.Conversation(
                 router,
                 executor=executor,
                 runtime=session,
                 context=self.context,
-                gate=firewall_gate(self.firewall, session) if self.firewall is not None else None,
+                gate=firewall_gate(firewall, session) if firewall is not None else None,
                 gate_name="firewall",
                 organisation_on_unread=console.on_unread if console else None,
                 **options,

@@ -34,6 +34,7 @@ from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext, Replayed
 from router.engine.conversation import GateAnswer
 from stalwart_agents.client import SelectorUnavailableError, Tool, execute_here
+from stalwart_agents.door_firewall import cleaned_arguments
 
 #: The tenant of a conversation run in this process (an argument naming another is blocked).
 LOCAL_TENANT = "local"
@@ -122,13 +123,16 @@ class LocalFirewall:
 
 
 def firewall_gate(
-    firewall: LocalFirewall, session: Any = None
-) -> Callable[[Mapping[str, Any], bool], GateAnswer]:
+    firewall: Any, session: Any = None
+) -> Callable[[Mapping[str, Any], bool], GateAnswer | None]:
     """The conversation's gate: the firewall's verdict as the tool check's three answers.
 
-    With the runtime `session`, a `cap_cost` verdict is held with the tool check's own figures
-    (the run's cost so far and this call's: past the cap it is refused, `cost_exceeded`), and
-    every address a read fetches (`fetches:`) is put to the firewall at the `egress` stage.
+    `firewall` is a `LocalFirewall` or what `door_firewall.door_firewall` gives (the file and the
+    organisation's published policy, the stricter answer winning); where it answers None (no
+    policy decides), the gate says nothing. With the runtime `session`, a `cap_cost` verdict is
+    held with the tool check's own figures (the run's cost so far and this call's: past the cap
+    it is refused, `cost_exceeded`), and every address a read fetches (`fetches:`) is put to the
+    firewall at the `egress` stage.
     """
 
     def answer_of(answer: Any) -> tuple[Any, tuple[str, ...], dict[str, Any], str]:
@@ -136,8 +140,11 @@ def firewall_gate(
         detail = {"verdict": answer.verdict, "reasons": list(answer.reasons)}
         return answer, (f"firewall: {named}",), detail, answer.rule or "firewall"
 
-    def gate(call: Mapping[str, Any], confirmed: bool) -> GateAnswer:
-        answer, reasons, detail, rule = answer_of(firewall.evaluate(call))
+    def gate(call: Mapping[str, Any], confirmed: bool) -> GateAnswer | None:
+        given = firewall.evaluate(call)
+        if given is None:
+            return None
+        answer, reasons, detail, rule = answer_of(given)
         record = answer.to_dict()
         if answer.decision == "refuse":
             return GateAnswer(Decision(REFUSE, reasons, detail, rule), record=record)
@@ -149,9 +156,10 @@ def firewall_gate(
                 return GateAnswer(over, record=record)
         if session is not None:
             for fetched in session.wired.check.fetched(call):
-                egress, why, more, named = answer_of(
-                    firewall.evaluate(call, destination=fetched["destination"])
-                )
+                at = firewall.evaluate(call, destination=fetched["destination"])
+                if at is None:
+                    continue
+                egress, why, more, named = answer_of(at)
                 more = {**more, "stage": "egress", "destination": fetched["destination"]}
                 if egress.decision == "refuse":
                     return GateAnswer(Decision(REFUSE, why, more, named), record=egress.to_dict())
@@ -159,9 +167,7 @@ def firewall_gate(
                     return GateAnswer(Decision(CONFIRM, why, more, named), record=egress.to_dict())
         if answer.decision == "confirm" and not confirmed:
             return GateAnswer(Decision(CONFIRM, reasons, detail, rule), record=record)
-        cleaned = answer.arguments if answer.verdict == "sanitize" else None
-        if cleaned is not None and not isinstance(cleaned, Mapping):
-            raise SelectorUnavailableError("the firewall cannot answer: it cleaned no arguments")
+        cleaned = cleaned_arguments(answer, call.get("arguments") or {})
         return GateAnswer(Decision(ALLOW, reasons, detail, rule), arguments=cleaned, record=record)
 
     return gate

@@ -998,3 +998,130 @@ def test_a_session_of_no_named_agent_takes_no_other_agents_bundle(console):  # n
             client.session("", catalogue=inbox_catalogue()).check_tool_call(
                 "get_order", {"order_id": "A1"}
             )
+
+
+def publish(console, actor_for, *rules: dict) -> None:  # noqa: ANN001
+    """The organisation's firewall policy, published on the console (what the bundle carries)."""
+    from firewall import services as firewall_services
+
+    actor = actor_for(console["admin"], console["organisation"])
+    policy = firewall_services.policy_import(
+        actor=actor, data={"name": "main", "default_verdict": "allow", "rules": list(rules)}
+    )
+    firewall_services.policy_publish(actor=actor, policy=policy)
+
+
+def chatting_locally(console, monkeypatch):  # noqa: ANN001, ANN201
+    """The shop's agent, its conversations deciding from the console's bundle."""
+    from stalwart_agents import Agent
+
+    for name, value in {
+        "STALWART_URL": console["url"],
+        "STALWART_API_KEY": console["key"],
+        "STALWART_DECIDE": "local",
+        "STALWART_BUNDLE_KEY": console["public"],
+    }.items():
+        monkeypatch.setenv(name, value)
+    return Agent.from_file(SHOP, verify=False)
+
+
+def test_agent_chat_is_gated_by_the_organisations_published_firewall_policy(
+    console,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+):
+    """The security team's published policy denies a tool: a turn decided from the bundle does
+    not run it (the reply names the rule), and the deny reaches the console's feed as the
+    console records a firewall evaluation."""
+    from console.models import Event
+
+    publish(
+        console,
+        actor_for,
+        {"priority": 10, "name": "no lookups", "tool_name_glob": "get_order", "verdict": "deny"},
+    )
+    shop = chatting_locally(console, monkeypatch)
+    try:
+        reply = shop.chat("show me order 4411", user="ana", agent="desk")
+        assert reply.ran == [] and reply.waiting is None, reply.text
+        assert "no lookups" in reply.text
+        until(
+            lambda: Event.objects.filter(
+                organisation=console["organisation"],
+                source="runtime",
+                tool="get_order",
+                verdict="deny",
+                rule="no lookups",
+            ).exists(),
+            15.0,
+        )
+    finally:
+        shop._local_client().close()
+
+
+def test_agent_chat_with_no_published_policy_has_no_organisation_gate(
+    console,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+):
+    """No active policy on the console: the organisation's gate is absent (nothing refused for
+    it, nothing recorded as a firewall decision); a policy published later gates the next turn."""
+    from console.models import Event
+
+    shop = chatting_locally(console, monkeypatch)
+    try:
+        reply = shop.chat("show me order 4411", user="ana", agent="desk")
+        assert [done["tool"] for done in reply.ran] == ["get_order"], reply.text
+        publish(
+            console,
+            actor_for,
+            {
+                "priority": 10,
+                "name": "no lookups",
+                "tool_name_glob": "get_order",
+                "verdict": "deny",
+            },
+        )
+
+        def denied() -> bool:
+            again = shop.chat("show me order 4412", user="ana", agent="desk")
+            return not again.ran and "no lookups" in again.text
+
+        until(denied, 5.0)
+        spool = shop._local_client().decision_log()
+        until(lambda: spool.pending() == 0, 15.0)
+        # before the policy, no call was refused for want of one
+        for absent in (["no_active_policy"], ["policy_not_published"]):
+            assert not Event.objects.filter(source="runtime", reasons=absent).exists()
+    finally:
+        shop._local_client().close()
+
+
+def test_agent_chat_asks_the_person_where_the_organisations_policy_requires_approval(
+    console,  # noqa: ANN001
+    actor_for,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+):
+    """A `require_approval` of the published policy is a confirm, as the file's is: nothing runs
+    until the person says yes to exactly that call."""
+    publish(
+        console,
+        actor_for,
+        {
+            "priority": 10,
+            "name": "ask first",
+            "tool_name_glob": "get_order",
+            "verdict": "require_approval",
+        },
+    )
+    shop = chatting_locally(console, monkeypatch)
+    try:
+        asked = shop.chat("show me order 4411", user="ana", agent="desk")
+        assert asked.waiting == "confirm" and asked.ran == [], asked.text
+        ran = shop.chat("yes", user="ana", agent="desk")
+        assert [done["tool"] for done in ran.ran] == ["get_order"], ran.text
+        shop.chat("show me order 4412", user="ana", agent="desk")
+        refused = shop.chat("no", user="ana", agent="desk")
+        assert refused.ran == []
+    finally:
+        shop._local_client().close()
