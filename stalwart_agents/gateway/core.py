@@ -10,7 +10,9 @@ and every call the client makes takes this path:
    a value that cannot be read refuses the call;
 1. the tool, known from the servers and approved as it is now (`pins`), on a server that answers;
    otherwise the call is refused, or answered with why it cannot be made;
-2. the firewall policy gateway.yaml names, at the `tool_call` stage (pure, in this process);
+2. the firewall policy gateway.yaml names, at the `tool_call` stage (pure, in this process), and
+   deciding from the console's bundle, the organisation's published policy too, the stricter
+   answer winning (`door_firewall`; its decisions recorded in the decision log);
 3. where it allows the call (or there is none), the tool check is the executor's: one check per
    call. `session.execute` checks it, and runs it once per intent (the executor's idempotency key
    for writes), forwarding to the server, and records the result in the signed history, with the
@@ -61,6 +63,7 @@ from stalwart_agents.client import (
     SelectorUnavailableError,
     Session,
 )
+from stalwart_agents.door_firewall import cleaned_arguments, door_firewall
 
 from . import catalogue as catalogue_builder
 from . import pins as pinning
@@ -871,12 +874,22 @@ class Gateway:
             ) from None
 
     def _firewall(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """The firewall's answer: gateway.yaml's file and, deciding from the console's bundle,
+        the organisation's published policy (`door_firewall`), or None where none decides."""
         if self.firewall_error is not None:
             raise Unchecked(["firewall_unavailable"], self.firewall_error)
-        if self.firewall is None:
+        firewall = door_firewall(self.firewall, self.session)
+        if firewall is None:
             return None
         try:
-            return self.firewall.evaluate({"tool": name, "arguments": dict(arguments)})
+            return firewall.evaluate({"tool": name, "arguments": dict(arguments)})
+        except SelectorUnavailableError as exc:
+            raise Unchecked(["firewall_unavailable"], str(exc)) from None
+
+    @staticmethod
+    def _cleaned(verdict: Any, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        try:
+            return cleaned_arguments(verdict, arguments)
         except SelectorUnavailableError as exc:
             raise Unchecked(["firewall_unavailable"], str(exc)) from None
 
@@ -936,8 +949,9 @@ class Gateway:
                 )
             if verdict.decision == "refuse":
                 raise Refusal([f"firewall: {rule}"], f"`{name}` is denied by the firewall")
-            if verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping):
-                forwarded = dict(verdict.arguments)
+            cleaned = self._cleaned(verdict, arguments)
+            if cleaned is not None:
+                forwarded = cleaned
                 async with self._lock:
                     check = await self._check(name, forwarded)
                 if check.decision == "refuse":
@@ -1097,10 +1111,7 @@ class Gateway:
         verdict = self._firewall(name, arguments)
         if verdict is None:
             return
-        cleaned = verdict.verdict == "sanitize" and isinstance(verdict.arguments, Mapping)
-        if verdict.decision == "refuse" or (
-            cleaned and canonical_json(dict(verdict.arguments)) != canonical_json(dict(arguments))
-        ):
+        if verdict.decision == "refuse" or self._cleaned(verdict, arguments) is not None:
             rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
             raise Unchecked(
                 [f"firewall: {rule}"],

@@ -35,7 +35,11 @@ def console(live_server, admin, organisation, actor_for, settings, tmp_path, mon
     monkeypatch.delenv("STALWART_DECIDE", raising=False)
     monkeypatch.delenv("STALWART_BUNDLE_KEY", raising=False)
     monkeypatch.setenv("STALWART_SPOOL", str(tmp_path / "spool.sqlite3"))
-    yield {"public": bundles.public_key(organisation.pk), "organisation": organisation}
+    yield {
+        "public": bundles.public_key(organisation.pk),
+        "organisation": organisation,
+        "admin": admin,
+    }
     time.sleep(CONSOLE_WAIT + 0.3)
 
 
@@ -192,3 +196,145 @@ def test_a_confirm_decided_from_the_bundle_waits_in_the_consoles_queue(
     assert not done.is_error, done.content
     refunds = [arguments for _, tool, arguments in calls_of(calls) if tool == "refund_card"]
     assert refunds == [{"amount": 7, "order_id": "A7"}]
+
+
+def _publish(console, actor_for, *rules: dict) -> None:  # noqa: ANN001
+    """The organisation's firewall policy, published on the console (what the bundle carries)."""
+    from firewall import services as firewall_services
+
+    actor = actor_for(console["admin"], console["organisation"])
+    policy = firewall_services.policy_import(
+        actor=actor, data={"name": "main", "default_verdict": "allow", "rules": list(rules)}
+    )
+    firewall_services.policy_publish(actor=actor, policy=policy)
+
+
+class _Person:
+    """The MCP client's elicitation callback: says yes, and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, ctx, params):  # noqa: ANN001, ANN204
+        import mcp_types as types
+
+        self.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+
+def _text(result) -> str:  # noqa: ANN001
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+NO_LOOKUPS = {
+    "priority": 10,
+    "name": "no lookups",
+    "tool_name_glob": "shop.get_order",
+    "verdict": "deny",
+}
+
+
+def test_the_organisations_published_policy_gates_a_tools_call_decided_from_the_bundle(
+    console, actor_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """The security team's published policy denies a tool: a `tools/call` from an MCP client,
+    decided from the bundle, is refused naming the rule, reaches no server, and the deny is in
+    the console's feed as the console records a firewall evaluation."""
+    import mcp
+
+    from console.models import Event
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import build_server
+
+    _publish(console, actor_for, NO_LOOKUPS)
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            async with mcp.Client(build_server(gateway)) as client:
+                denied = await client.call_tool("shop.get_order", {"order_id": "A1"})
+            spool = gateway.client.decision_log()
+            with anyio.fail_after(20):
+                while spool.pending():
+                    await anyio.sleep(0.1)
+            return denied
+
+    denied = anyio.run(run)
+    assert denied.is_error and "no lookups" in _text(denied), _text(denied)
+    assert calls_of(calls) == [], "the deny reached nothing"
+    # the organisation's deny and the tool check's allow: each recorded once
+    decided = Event.objects.filter(
+        organisation=console["organisation"], source="runtime", tool="shop.get_order"
+    )
+    assert sorted((e.decision, e.verdict, e.rule) for e in decided) == [
+        ("allow", "", ""),
+        ("refuse", "deny", "no lookups"),
+    ]
+
+
+def test_with_no_published_policy_the_gateway_has_no_organisation_gate(
+    console, actor_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """No active policy on the console: calls go on (none refused for want of a policy); a policy
+    published while the gateway runs gates the next call."""
+    import mcp
+
+    from stalwart_agents.door_firewall import published
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import build_server
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            async with mcp.Client(build_server(gateway)) as client:
+                before = await client.call_tool("shop.get_order", {"order_id": "A1"})
+                await anyio.to_thread.run_sync(lambda: _publish(console, actor_for, NO_LOOKUPS))
+                feed = gateway.session.feed
+                with anyio.fail_after(10):
+                    while not published(feed.current()):
+                        await anyio.sleep(0.05)
+                after = await client.call_tool("shop.get_order", {"order_id": "A2"})
+            return before, after
+
+    before, after = anyio.run(run)
+    assert not before.is_error, _text(before)
+    assert after.is_error and "no lookups" in _text(after), _text(after)
+    assert [arguments for _, _, arguments in calls_of(calls)] == [{"order_id": "A1"}]
+
+
+def test_a_require_approval_of_the_published_policy_asks_the_person_through_elicitation(
+    console, actor_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """A read the check allows, held by the organisation's policy: the person is asked over the
+    client's elicitation, as for the gateway's own file, and the call runs once on a yes."""
+    import mcp
+
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import build_server
+
+    _publish(
+        console,
+        actor_for,
+        {**NO_LOOKUPS, "name": "ask first", "verdict": "require_approval"},
+    )
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+    person = _Person()
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            async with mcp.Client(build_server(gateway), elicitation_callback=person) as client:
+                asked = await client.call_tool("shop.get_order", {"order_id": "A1"})
+            async with mcp.Client(build_server(gateway)) as client:
+                nobody = await client.call_tool("shop.get_order", {"order_id": "A2"})
+            return asked, nobody
+
+    asked, nobody = anyio.run(run)
+    assert not asked.is_error, _text(asked)
+    assert len(person.asked) == 1 and "ask first" in person.asked[0], person.asked
+    # nobody to ask (no elicitation, no request in the console's queue): refused, as for the file
+    assert nobody.is_error and "ask first" in _text(nobody), _text(nobody)
+    assert [arguments for _, _, arguments in calls_of(calls)] == [{"order_id": "A1"}]
