@@ -175,3 +175,66 @@ def test_outside_a_bundle_the_door_keeps_its_own_file() -> None:
     own = Policy(rule("file", "deny"))
     assert door_firewall(own, None) is own
     assert door_firewall(None, object()) is None
+
+
+class Bundle:
+    def __init__(self, firewall: dict[str, Any] | None) -> None:
+        self.firewall = firewall
+
+
+class Feed:
+    def __init__(self, found: Any) -> None:
+        self.found = found
+
+    def current(self) -> Any:
+        if isinstance(self.found, Exception):
+            raise self.found
+        return self.found
+
+
+class Session:
+    """What `PublishedFirewall` reads of a `ConnectedSession`: its agent, feed and `evaluate`."""
+
+    def __init__(self, found: Any) -> None:
+        self.agent = "desk"
+        self.feed = Feed(found)
+        self.evaluated: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+
+    def evaluate(self, tool: str, arguments: Mapping[str, Any], **call: Any) -> dict[str, Any]:
+        self.evaluated.append((tool, dict(arguments), call))
+        return {"verdict": "deny", "decision": "refuse", "rule": "org", "reasons": ["rule: org"]}
+
+
+@pytest.mark.parametrize(
+    "firewall",
+    [None, {"policy": "main", "version": None, "rules": []}],
+    ids=["none", "unpublished"],
+)
+def test_with_nothing_published_the_organisation_has_no_gate_and_nothing_is_evaluated(
+    firewall: Any,
+) -> None:
+    from stalwart_agents.door_firewall import PublishedFirewall
+
+    session = Session(Bundle(firewall))
+    assert PublishedFirewall(session).evaluate(CALL) is None  # type: ignore[arg-type]
+    assert session.evaluated == []
+
+
+def test_a_published_version_decides_through_the_sessions_evaluate() -> None:
+    from stalwart_agents.door_firewall import PublishedFirewall
+
+    session = Session(Bundle({"policy": "main", "version": 3, "rules": []}))
+    answer = PublishedFirewall(session).evaluate(CALL, destination="https://x.example/")  # type: ignore[arg-type]
+    assert (answer.decision, answer.rule) == ("refuse", "org")
+    assert session.evaluated == [
+        ("send", CALL["arguments"], {"stage": "egress", "destination": "https://x.example/"})
+    ]
+
+
+def test_a_bundle_that_cannot_answer_fails_closed() -> None:
+    from stalwart_agents.door_firewall import PublishedFirewall
+
+    session = Session(SelectorUnavailableError("the bundle is older than 60 s"))
+    with pytest.raises(SelectorUnavailableError, match="older"):
+        PublishedFirewall(session).evaluate(CALL)  # type: ignore[arg-type]
+    assert session.evaluated == []
