@@ -287,11 +287,19 @@ def test_with_no_published_policy_the_gateway_has_no_organisation_gate(
     monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
     config, calls = _config(tmp_path, monkeypatch)
 
+    def publish() -> None:  # from a worker thread, whose connection it closes after it
+        from django.db import connection
+
+        try:
+            _publish(console, actor_for, NO_LOOKUPS)
+        finally:
+            connection.close()
+
     async def run():  # noqa: ANN202
         async with Gateway(config) as gateway:
             async with mcp.Client(build_server(gateway)) as client:
                 before = await client.call_tool("shop.get_order", {"order_id": "A1"})
-                await anyio.to_thread.run_sync(lambda: _publish(console, actor_for, NO_LOOKUPS))
+                await anyio.to_thread.run_sync(publish)
                 feed = gateway.session.feed
                 with anyio.fail_after(10):
                     while not published(feed.current()):
