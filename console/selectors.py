@@ -43,22 +43,48 @@ class FilterError(ValueError):
         self.message = message
 
 
+#: A text filter longer than this matches nothing stored (the longest of those columns is 200).
+MAX_FILTER_LENGTH = 200
+#: The pieces of text between a tool glob's `*`: each is a clause of the query, and SQLite refuses
+#: a query nested too deep (`a*` 2,000 times was a 500).
+MAX_GLOB_PIECES = 16
+
+
+def filter_text(params, field: str) -> str:  # noqa: ANN001
+    """A text filter, stripped; a long one or one with a NUL (PostgreSQL cannot compare it) is refused."""
+    value = (params.get(field) or "").strip()
+    if len(value) > MAX_FILTER_LENGTH:
+        raise FilterError(field, f"a filter has at most {MAX_FILTER_LENGTH} characters")
+    if "\x00" in value:
+        raise FilterError(field, "a NUL character is not allowed")
+    return value
+
+
 def parse_moment(field: str, raw: str, *, end: bool = False) -> dt.datetime | None:
-    """A date or date-time from a filter; a bare date at the end of a range means its whole day."""
+    """A date or date-time from a filter; a bare date at the end of a range means its whole day.
+
+    One that is shaped right but is no moment (`2024-13-45`, `T25:00`, an offset of `+99:00`, a
+    day at the calendar's edge that an offset or the whole day pushes past it) is refused too."""
     raw = (raw or "").strip()
     if not raw:
         return None
-    moment = parse_datetime(raw)
-    if moment is None:
-        day = parse_date(raw) if len(raw) == 10 else None
-        if day is None:
-            raise FilterError(field, f"`{raw}` is not a date or a date and time")
-        moment = dt.datetime.combine(day, dt.time.min)
-        if end:
-            moment += dt.timedelta(days=1)
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, dt.UTC)
-    return moment
+    refused = FilterError(field, f"`{raw[:64]}` is not a date or a date and time")
+    try:
+        moment = parse_datetime(raw)
+        if moment is None:
+            day = parse_date(raw) if len(raw) == 10 else None
+            if day is None:
+                raise refused
+            moment = dt.datetime.combine(day, dt.time.min)
+            if end:
+                moment += dt.timedelta(days=1)
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment, dt.UTC)
+        return moment.astimezone(dt.UTC)
+    except (ValueError, OverflowError) as exc:
+        if exc is refused:
+            raise
+        raise refused from exc
 
 
 @dataclass(frozen=True)
@@ -82,8 +108,10 @@ class EventFilters:
         if decision and decision not in Decision.values:
             raise FilterError("decision", f"`{decision}` is not one of allow, confirm, refuse")
         after_text = (params.get("after") or "").strip()
-        if after_text and not after_text.isdigit():
-            raise FilterError("after", f"`{after_text}` is not an event id")
+        if after_text and not (
+            after_text.isascii() and after_text.isdigit() and len(after_text) < 19
+        ):
+            raise FilterError("after", f"`{after_text[:64]}` is not an event id")
         alerts_text = (params.get("alerts") or "").strip().lower()
         if alerts_text not in ("", "0", "1", "true", "false", "on", "off"):
             raise FilterError("alerts", f"`{alerts_text}` is not yes or no")
@@ -91,9 +119,14 @@ class EventFilters:
         until = parse_moment("until", params.get("until", ""), end=True)
         if since and until and since >= until:
             raise FilterError("until", "the end of the range must come after its start")
+        tool = filter_text(params, "tool")
+        if len([piece for piece in tool.split("*") if piece]) > MAX_GLOB_PIECES:
+            raise FilterError(
+                "tool", f"a glob has at most {MAX_GLOB_PIECES} pieces between its `*`"
+            )
         framework = {}
         for name in ("run", "thread"):
-            value = (params.get(name) or "").strip()
+            value = filter_text(params, name)
             if len(value) > 128:
                 raise FilterError(name, "a framework id has at most 128 characters")
             framework[name] = value
@@ -101,12 +134,12 @@ class EventFilters:
             since=since,
             until=until,
             **framework,
-            agent=(params.get("agent") or "").strip(),
-            session=(params.get("session") or "").strip(),
-            tool=(params.get("tool") or "").strip(),
+            agent=filter_text(params, "agent"),
+            session=filter_text(params, "session"),
+            tool=tool,
             decision=decision,
-            verdict=(params.get("verdict") or "").strip(),
-            rule=(params.get("rule") or "").strip(),
+            verdict=filter_text(params, "verdict"),
+            rule=filter_text(params, "rule"),
             alerts=alerts_text in ("1", "true", "on"),
             after=int(after_text) if after_text else None,
         )
@@ -200,9 +233,9 @@ class AuditFilters:
         return cls(
             since=since,
             until=until,
-            actor=(params.get("actor") or "").strip(),
-            action=(params.get("action") or "").strip(),
-            object_type=(params.get("object_type") or "").strip(),
+            actor=filter_text(params, "actor"),
+            action=filter_text(params, "action"),
+            object_type=filter_text(params, "object_type"),
         )
 
 

@@ -208,6 +208,28 @@ class TestAuditPage:
         assert response.status_code == 200
         assert b"since: `yesterday` is not a date" in response.content
 
+    @pytest.mark.parametrize(
+        ("params", "field"),
+        [
+            ({"since": "2024-13-45T10:00"}, "since"),
+            ({"until": "2024-02-30"}, "until"),
+            ({"since": "0001-01-01T00:00:00+23:59"}, "since"),
+            ({"actor": "a\x00"}, "actor"),
+            ({"action": "x" * 10_000}, "action"),
+        ],
+    )
+    def test_a_malformed_or_huge_filter_is_refused_by_name_not_a_500(
+        self, params, field, three_rows, auditor, client_for
+    ):
+        client = client_for(auditor)
+        client.raise_request_exception = False
+        page = client.get("/audit/", params)
+        assert page.status_code == 200
+        assert f"{field}: ".encode() in page.content
+        response = client.get("/v1/audit", params)
+        assert response.status_code == 400
+        assert field in response.json()
+
     def test_the_api_lists_rows_for_an_auditor(self, three_rows, auditor, client_for):
         body = client_for(auditor).get("/v1/audit", {"limit": 2}).json()
         assert body["count"] == 3

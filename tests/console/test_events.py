@@ -279,3 +279,41 @@ def test_the_live_poll_redraws_the_chart(feed, organisation, auditor, client_for
     # the chart redrawn counts every row of the feed, not only the rows the poll brings
     totals = dict(re.findall(rb'data-series="(\w+)">(\d+)<', response.content))
     assert totals == {b"allow": b"2", b"confirm": b"1", b"refuse": b"2"}
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"since": "2024-13-45T10:00"}, "since"),  # shaped as a date and time, but no moment
+        ({"since": "2024-02-30"}, "since"),
+        ({"until": "2024-01-01T25:00"}, "until"),
+        ({"since": "2024-01-01T10:00:00+99:00"}, "since"),
+        ({"since": "0001-01-01T00:00:00+23:59"}, "since"),  # before the calendar's first moment
+        ({"since": "9999-12-31T23:59:59-23:59"}, "since"),  # after its last
+        ({"after": "²"}, "after"),  # a digit to str.isdigit, not to int()
+        ({"after": "9" * 30}, "after"),
+        ({"tool": "a*" * 2000}, "tool"),  # a clause per piece: SQLite's expression tree overflowed
+        ({"agent": "a\x00b"}, "agent"),  # PostgreSQL cannot compare a text with a NUL
+        ({"session": "x" * 10_000}, "session"),
+    ],
+)
+def test_a_malformed_or_huge_filter_is_refused_by_name_not_a_500(
+    params, field, feed, auditor, client_for
+):
+    client = client_for(auditor)
+    client.raise_request_exception = False
+    response = client.get("/v1/events", params)
+    assert response.status_code == 400
+    assert field in response.json()
+    page = client.get("/events/", params)
+    assert page.status_code == 200
+    assert f"{field}: ".encode() in page.content
+    for fmt in ("csv", "json"):
+        export = client.get(f"/events/export.{fmt}", params)
+        assert export.status_code == 400
+        assert export.content.startswith(f"{field}: ".encode())
+
+
+def test_a_glob_of_only_stars_still_matches_every_tool(feed, auditor, client_for):
+    body = client_for(auditor).get("/v1/events", {"tool": "*" * 100}).json()
+    assert len(body["results"]) == len(feed)
