@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
-from console.api.parsers import MalformedBody, parse_json_object
+from console.api.parsers import MalformedBody, max_body_bytes, parse_json_object
 from firewall import display, engine, selectors, services
 from firewall.forms import CHOICES, RuleForm
 from firewall.models import Policy, Rule
@@ -73,18 +73,30 @@ def _problem(exc: MalformedBody) -> str:
     )
 
 
+def _policy_bytes(request: HttpRequest) -> bytes:
+    """The uploaded policy file (else the pasted JSON), read no further than the API's body bound:
+    a larger one is refused as the API refuses it, never read into memory whole."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        return request.POST.get("json", "").encode("utf-8", "replace")
+    limit = max_body_bytes()
+    raw = upload.read(limit + 1)
+    if len(raw) > limit:
+        raise MalformedBody("body", f"the file is larger than {limit} bytes")
+    return raw
+
+
 @require_POST
 def policy_import_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "firewall.write")
     upload = request.FILES.get("file")
-    raw = upload.read() if upload else request.POST.get("json", "").encode("utf-8", "replace")
     source = upload.name if upload else "the pasted JSON"
     import_errors: dict[str, list[str]] = {}
     name = request.POST.get("name", "").strip()
     try:
-        # The API's edge check: bounded depth, an object, no NUL or lone surrogate in any text.
-        data = parse_json_object(raw)
+        # The API's edge check: bounded size and depth, an object, no NUL or lone surrogate.
+        data = parse_json_object(_policy_bytes(request))
         if "\x00" in name:
             raise MalformedBody("name", "a NUL character is not allowed")
     except MalformedBody as exc:
@@ -477,10 +489,9 @@ def policy_draft_import_page(request: HttpRequest, policy_id: int) -> HttpRespon
     require(actor, "firewall.write")
     policy = get_object_for_actor(Policy, actor, pk=policy_id)
     upload = request.FILES.get("file")
-    raw = upload.read() if upload else request.POST.get("json", "").encode("utf-8", "replace")
     source = upload.name if upload else "the pasted JSON"
     try:
-        data = parse_json_object(raw)
+        data = parse_json_object(_policy_bytes(request))
     except MalformedBody as exc:
         return _policy_refused(
             request, actor, policy, ValidationError({"file": [f"{source}: {_problem(exc)}"]})

@@ -165,3 +165,42 @@ def test_a_nul_in_a_filter_is_a_400_not_a_database_error(url, field, admin, clie
     response = client_for(admin).get(url)
     assert response.status_code == 400
     assert response.json() == {field: ["a NUL character is not allowed"]}
+
+
+def _policy_file(rules: int) -> bytes:
+    body = {
+        "name": "big",
+        "default_verdict": "allow",
+        "rules": [
+            {"priority": i, "name": f"rule-{i}", "verdict": "deny", "tool_name_glob": f"t{i}.*"}
+            for i in range(1, rules + 1)
+        ],
+    }
+    return json.dumps(body).encode()
+
+
+@override_settings(STALWART_API_MAX_BODY_BYTES=1000)
+def test_a_policy_file_larger_than_the_api_body_bound_is_refused_on_the_pages_unread(
+    editor, client_for, organisation, actor_for
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from firewall import services as firewall_services
+
+    content = _policy_file(40)
+    assert len(content) > 1000
+    client = client_for(editor)
+    upload = SimpleUploadedFile("big.json", content, content_type="application/json")
+    response = client.post("/firewall/import", {"file": upload})
+    assert response.status_code == 400
+    assert b"big.json: the file is larger than 1000 bytes" in response.content
+    assert not Policy.objects.exists()
+
+    policy = firewall_services.policy_create(
+        actor=actor_for(editor, organisation), name="p", default_verdict="allow"
+    )
+    upload = SimpleUploadedFile("big.json", content, content_type="application/json")
+    response = client.post(f"/firewall/{policy.pk}/draft", {"file": upload})
+    assert response.status_code == 400
+    assert b"big.json: the file is larger than 1000 bytes" in response.content
+    assert not policy.rules.exists()
