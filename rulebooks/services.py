@@ -165,6 +165,9 @@ def rulebook_upload(
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise ValidationError({"name": ["a rulebook needs a name of at most 100 characters"]})
+    if not name.isprintable():
+        # a NUL is no text PostgreSQL keeps; a line break would break the download's header
+        raise ValidationError({"name": ["a rulebook's name must not contain control characters"]})
     record = compile_upload(
         organisation=actor.organisation, data=data, filename=filename, colang_version=colang_version
     )

@@ -145,9 +145,12 @@ def record_download(request: HttpRequest, rulebook_id: int, number: int) -> Http
     response = HttpResponse(
         json.dumps(version.record, indent=2, sort_keys=True), content_type="application/json"
     )
-    response["Content-Disposition"] = (
-        f'attachment; filename="{version.rulebook.name}-v{version.number}.record.json"'
-    )
+    # The name reduced to characters safe in a header, as a firewall policy's export is named.
+    stem = "".join(
+        c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in version.rulebook.name
+    ).strip("-.")
+    stem = stem or f"rulebook-{version.rulebook_id}"
+    response["Content-Disposition"] = f'attachment; filename="{stem}-v{version.number}.record.json"'
     return response
 
 

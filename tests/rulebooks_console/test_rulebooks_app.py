@@ -215,3 +215,28 @@ def test_a_bad_upload_request_names_its_field(editor, client_for):
         {"filename": "r.csv", "content_base64": base64.b64encode(SHEET.encode()).decode()},
     )
     assert ok.status_code == 200
+
+
+@pytest.mark.parametrize("name", ["shop\x00", 'shop"\r\nX-Evil: 1', "sh\nop"])
+def test_a_rulebook_name_with_a_control_character_is_refused_by_name(name, editor, client_for):
+    client = client_for(editor)
+    page = client.post("/rulebooks/", {"name": name, "file": _named(SHOP.encode(), "policy.co")})
+    assert page.status_code == 400
+    assert b"must not contain control characters" in page.content
+    api = client.post("/v1/rulebooks", {"name": name, "file": _named(SHOP.encode(), "policy.co")})
+    assert api.status_code == 400
+    assert "name" in api.json()
+    assert not Rulebook.objects.exists()
+
+
+def test_the_record_download_names_its_file_with_characters_safe_in_a_header(editor, client_for):
+    client = client_for(editor)
+    client.post("/rulebooks/", {"name": 'shop "a/b" ç', "file": _named(SHOP.encode(), "a.co")})
+    rulebook = Rulebook.objects.get()
+    response = client.get(f"/rulebooks/{rulebook.pk}/v/1/record.json")
+    assert response["Content-Disposition"] == 'attachment; filename="shop--a-b-v1.record.json"'
+    # a name kept before control characters were refused
+    Rulebook.objects.filter(pk=rulebook.pk).update(name="sh\r\nop")
+    response = client.get(f"/rulebooks/{rulebook.pk}/v/1/record.json")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="sh--op-v1.record.json"'
