@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import actor_for_request, require
+from console.api.parsers import MalformedBody, parse_json_object
 from console.api.views import ORG_PARAM
 from router import services
 from rulebooks.models import Rulebook
@@ -93,14 +94,25 @@ def try_a_turn(request: HttpRequest) -> HttpResponse:
         "catalogue_text": posted.get("catalogue") or _shop_catalogue(),
     }
     if request.method == "POST":
-        record = None
-        chosen = rulebooks.filter(pk=posted.get("rulebook") or 0).first()
+        record, wanted = None, (posted.get("rulebook") or "").strip()
+        chosen = (
+            rulebooks.filter(pk=int(wanted)).first()
+            if wanted.isdecimal() and len(wanted) < 19
+            else None
+        )
+        if wanted and chosen is None:
+            # not a number, or no rulebook of this organisation's: never a plan without it
+            context["errors"] = {"rulebook": ["choose one of the organisation's rulebooks"]}
+            return render(request, "router/try.html", context, status=400)
         if chosen and chosen.latest:
             record = chosen.latest.record
         try:
-            catalogue = json.loads(posted.get("catalogue", ""))
-        except ValueError as exc:
-            context["errors"] = {"catalogue": [f"line {exc.lineno}, column {exc.colno}: {exc.msg}"]}
+            # The API's edge check: bounded depth, an object, no NUL, no number past its limits.
+            catalogue = parse_json_object(posted.get("catalogue", "").encode("utf-8", "replace"))
+        except MalformedBody as exc:
+            whole = exc.field in ("body", "non_field_errors")
+            problem = "it must be a JSON object" if exc.field == "non_field_errors" else exc.problem
+            context["errors"] = {"catalogue": [problem if whole else f"{exc.field}: {problem}"]}
         else:
             try:
                 context["result"] = services.plan_turn(

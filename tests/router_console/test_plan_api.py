@@ -112,3 +112,26 @@ def test_the_try_a_turn_page_shows_the_question_a_write_asks(
     assert "{&#x27;order_id&#x27;" not in content and "{'order_id'" not in content
     arguments = content.split('id="plan-arguments">')[1].split("</code>")[0]
     assert '<span class="j-key">&quot;order_id&quot;</span>: <span class="j-str">' in arguments
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"rulebook": "abc"}, "rulebook"),  # not a rulebook's id: was a 500 in the lookup
+        ({"rulebook": "99999999999999999999"}, "rulebook"),  # no rulebook: never a plan without it
+        ({"rulebook": "9" * 5000}, "rulebook"),
+        ({"catalogue": "[" * 100_000 + "]" * 100_000}, "catalogue"),  # RecursionError
+        ({"catalogue": '{"n": ' + "1" * 5000 + "}"}, "catalogue"),  # int() over 4,300 digits
+        ({"catalogue": '{"n": NaN, "tools": []}'}, "catalogue"),
+        ({"catalogue": '{"t": "a\\u0000b"}'}, "catalogue"),
+    ],
+)
+def test_the_try_a_turn_page_refuses_a_malformed_field_by_name(
+    fields, field, shop, editor, client_for
+):
+    client = client_for(editor)
+    client.raise_request_exception = False
+    body = {"turn": "show order 4411", "agent": "desk", "catalogue": json.dumps(shop[0])}
+    response = client.post("/try/", {**body, **fields})
+    assert response.status_code == 400
+    assert f"{field}: ".encode() in response.content
