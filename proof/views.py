@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from console.access import Actor, actor_for_request, require
+from console.api.parsers import _finite, _refuse_constant, first_problem
 from proof import drawing, selectors, services
 from proof.models import ProofJob
 
@@ -39,8 +41,13 @@ def _read_file(request: HttpRequest, field: str, errors: dict[str, list[str]]) -
 
 
 def _json(data: bytes, field: str, errors: dict[str, list[str]]) -> Any:
+    """A file's JSON, read as the API reads a body: no `NaN`, no number past what Python converts,
+    nested at most `STALWART_API_MAX_JSON_DEPTH` deep, no NUL or lone surrogate in a key or string
+    (PostgreSQL keeps neither); what is wrong is named by its path inside the file."""
     try:
-        return json.loads(data.decode("utf-8"))
+        value = json.loads(
+            data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite
+        )
     except UnicodeDecodeError:
         errors[field] = ["is not UTF-8 text"]
     except json.JSONDecodeError as exc:
@@ -48,6 +55,14 @@ def _json(data: bytes, field: str, errors: dict[str, list[str]]) -> Any:
         errors[field] = [f"is not valid JSON: {message} at line {exc.lineno} column {exc.colno}"]
     except RecursionError:
         errors[field] = ["is not usable JSON: it nests too deeply"]
+    except ValueError as exc:  # `NaN`, or an integer of more digits than Python converts
+        errors[field] = [f"is not usable JSON: {str(exc).splitlines()[0][:200]}"]
+    else:
+        problem = first_problem(value, max_depth=int(settings.STALWART_API_MAX_JSON_DEPTH))
+        if problem is None:
+            return value
+        where, message = problem
+        errors[field if where == "body" else f"{field}.{where}"] = [message]
     return None
 
 
@@ -89,7 +104,9 @@ def form_body(request: HttpRequest) -> tuple[dict[str, Any], dict[str, list[str]
         if value is not None:
             body[field] = value
     name = request.POST.get("name", "").strip()
-    if name:
+    if "\x00" in name:
+        errors["name"] = ["a NUL character is not allowed"]
+    elif name:
         body["name"] = name
     return body, errors
 

@@ -249,3 +249,38 @@ def test_a_job_no_worker_takes_says_why_and_points_to_health(
     services.proof_job_run(job_id=job.pk)
     assert 'id="job-untaken"' not in client.get(f"/proofs/{job.public_id}/").content.decode()
     cache.delete(PING_CACHE_KEY)
+
+
+@pytest.mark.parametrize(
+    ("field", "content"),
+    [
+        ("graph", b'{"n": ' + b"1" * 5000 + b"}"),  # int() refuses past 4,300 digits: was a 500
+        ("rulebook.json", b'{"x": ' + b"1" * 5000 + b"}"),
+    ],
+)
+def test_a_malformed_json_file_is_refused_inline_by_its_field(
+    field, content, editor, client_for, sent
+):
+    job = shop_job()
+    files = {"graph": _file("graph.json", job["graph"])}
+    name = field.split(".")[0]
+    files[name] = _file(field if "." in field else f"{field}.json", content)
+    client = client_for(editor)
+    client.raise_request_exception = False
+    response = client.post("/proofs/", files)
+    assert response.status_code == 400
+    assert f'data-field="{name}' in response.content.decode()  # the file, or a path inside it
+    assert ProofJob.objects.count() == 0 and sent == []
+
+
+@pytest.mark.parametrize(("field", "value"), [("name", "a\x00b")])
+def test_a_malformed_form_field_is_refused_inline_by_its_name(
+    field, value, editor, client_for, sent
+):
+    job = shop_job()
+    client = client_for(editor)
+    client.raise_request_exception = False
+    response = client.post("/proofs/", {"graph": _file("graph.json", job["graph"]), field: value})
+    assert response.status_code == 400
+    assert f'data-field="{field}"' in response.content.decode()
+    assert ProofJob.objects.count() == 0 and sent == []
