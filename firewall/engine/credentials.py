@@ -322,7 +322,8 @@ REDACTED = "[redacted]"
 def redact_value(value: Any, *, secret_keys: frozenset[str] = frozenset()) -> Any:
     """A copy of a JSON-like `value` with the values of secret keys (by `secret_name`, or named in
     `secret_keys`) replaced by `[redacted]`, and every credential inside a string replaced by
-    `[redacted:<shape>]`. The console's events and the runtime's decision logs both use it."""
+    `[redacted:<shape>]`, a key's too (its value is then `[redacted]`). The console's events and
+    the runtime's decision logs both use it."""
     return _redacted(value, secret_keys)
 
 
@@ -386,7 +387,12 @@ def _redacted(value: Any, secret_keys: frozenset[str], plain: bool = False) -> A
         out: dict[str, Any] = {}
         for key, item in value.items():
             name = key if type(key) is str else _json_key(key) if plain else str(key)
-            if name in secret_keys or secret_name(name):
+            # A credential written where a name goes (`{"sk-ant-...": 1}`): the key is redacted
+            # as a string is, and its value with it (two such keys then keep nothing apart).
+            shown = name if len(name) < _SHORTEST else _redacted(name, secret_keys)
+            if shown != name:
+                out[shown] = REDACTED
+            elif name in secret_keys or secret_name(name):
                 out[name] = REDACTED
             else:
                 out[name] = _redacted(item, secret_keys, plain)

@@ -112,6 +112,28 @@ def test_a_credential_in_a_calls_arguments_never_reaches_the_event_page(
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("shape", NAMES)
+def test_a_credential_as_an_arguments_name_never_reaches_the_event_row_nor_an_export(
+    organisation, auditor, client_for, shape
+):
+    # A hostile agent (or a model told to) writes the secret where a name goes, not a value.
+    event = services.event_record(
+        organisation=organisation,
+        source="firewall",
+        decision="refuse",
+        tool="mail.send",
+        detail={"arguments": {SHAPES[shape][0]: "x", "order_id": "4411"}},
+    )
+    stored = Event.objects.get(pk=event.pk).detail["arguments"]
+    assert SHAPES[shape][1] not in json.dumps(stored)
+    assert stored["order_id"] == "4411"
+    assert f"[redacted:{shape}]" in json.dumps(stored)
+    client = client_for(auditor)
+    for url in ("/events/export.csv", "/events/export.json", f"/events/{event.pk}/"):
+        assert SHAPES[shape][1] not in client.get(url).content.decode(), url
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("shape", NAMES)
 def test_a_credential_in_a_change_never_reaches_the_audit_row(
     organisation, admin, actor_for, shape
 ):
