@@ -634,7 +634,8 @@ def _event_row(
         tool=tool[:200],
         stage=stage[:32],
         verdict=verdict[:32],
-        reasons=[str(r) for r in (reasons or [])],
+        # a reason may name what the caller wrote (a malformed call's field path is its key)
+        reasons=redact([str(r) for r in (reasons or [])]),
         rule=(rule or "")[:200],
         detail=redact(detail or {}, secret_keys=secret_keys),
         run_id=str(redact(run_id or ""))[:128],

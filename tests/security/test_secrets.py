@@ -322,3 +322,21 @@ def test_the_settings_page_shows_other_roles_the_webhook_without_its_token(
         page = client_for(person).get("/settings/").content.decode()
         assert "zq8Rk2mWv7Lp4Xn9Tc3Y" not in page
         assert 'id="value-notify_url"' in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("shape", ["anthropic_key", "github_token", "stalwart_key"])
+def test_a_credential_named_in_a_refused_calls_reasons_never_reaches_the_feed(
+    editor, auditor, client_for, shape
+):
+    # A malformed call's reason names the field path, and the path is the caller's key.
+    body = {"tool": "mail.send", "arguments": {SHAPES[shape][0]: "\u0000"}}
+    response = client_for(editor).post(
+        "/v1/firewall/evaluate", json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code == 400
+    event = Event.objects.get(source="firewall")
+    assert event.reasons and SHAPES[shape][1] not in json.dumps(event.reasons)
+    client = client_for(auditor)
+    for url in ("/events/export.csv", "/events/export.json", f"/events/{event.pk}/", "/events/"):
+        assert SHAPES[shape][1] not in client.get(url).content.decode(), url
