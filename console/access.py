@@ -107,14 +107,22 @@ def actor_for_request(request: HttpRequest) -> Actor:
     memberships = memberships_of(user)
     if not memberships:
         raise Http404("no organisation")
+    if getattr(request, "_organisation_gone", False):
+        raise Http404("no such organisation")  # refused once in this request: for all of it
     wanted = request.META.get(ORG_HEADER) or None
-    if wanted is None and hasattr(request, "session"):
+    from_session = wanted is None and hasattr(request, "session")
+    if from_session:
         wanted = request.session.get(ORG_SESSION_KEY)
     chosen = memberships[0]
     if wanted is not None:
         match = [m for m in memberships if str(m.organisation_id) == str(wanted)]
         match = match or [m for m in memberships if m.organisation.slug == str(wanted)]
         if not match:
+            if from_session:
+                # The person was removed from the organisation they had chosen: this request
+                # (meant for it) is refused, and the next one is of an organisation of theirs.
+                request.session.pop(ORG_SESSION_KEY, None)
+                request._organisation_gone = True
             raise Http404("no such organisation")
         chosen = match[0]
     bind_organisation(chosen.organisation.slug)

@@ -185,6 +185,21 @@ def test_switching_to_an_organisation_one_is_not_in_answers_404(
     assert response.status_code == 404
 
 
+def test_a_person_removed_from_the_organisation_their_session_chose_gets_their_own_back(
+    editor, other_organisation, client_for
+):
+    from console.models import Membership
+
+    theirs = Membership.objects.create(user=editor, organisation=other_organisation, role="editor")
+    client = client_for(editor)
+    client.post("/organisation/switch", {"organisation": str(other_organisation.pk)})
+    theirs.delete()  # an admin of globex removed them while their session had globex chosen
+    # this request was meant for globex: it is refused, never done in another organisation
+    assert client.post("/firewall/", {"name": "p", "default_verdict": "allow"}).status_code == 404
+    # and the choice is forgotten, so the next page is of an organisation they are still in
+    assert client.get("/settings/").status_code == 200
+
+
 def test_another_organisations_member_and_key_answer_404(
     admin, outsider, other_organisation, client_for, actor_for
 ):
