@@ -240,3 +240,34 @@ def test_the_record_download_names_its_file_with_characters_safe_in_a_header(edi
     response = client.get(f"/rulebooks/{rulebook.pk}/v/1/record.json")
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="sh--op-v1.record.json"'
+
+
+def _many_flows(step: int, flows: int = 1800) -> bytes:
+    """A Colang file of about 20,000 lines drawn from 150 distinct ones: each too rare for
+    difflib to set aside as junk, which makes comparing two of them quadratic."""
+    lines, k = ["define user ask refund", '  "refund my order"', ""], 0
+    for flow in range(flows):
+        lines += [f"define flow f{flow}", "  user ask refund"]
+        for _ in range(8):
+            lines.append(f"  execute tool_{(k * step) % 150}")
+            k += 1
+        lines.append("")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_comparing_two_very_long_versions_is_bounded_and_says_so(editor, auditor, client_for):
+    import time
+
+    client = client_for(editor)
+    for step in (1, 7):
+        answer = client.post(
+            "/rulebooks/", {"name": "big", "file": _named(_many_flows(step), "b.co")}
+        )
+        assert answer.status_code == 302, answer.content[:300]
+    rulebook = Rulebook.objects.get()
+    started = time.monotonic()
+    page = client_for(auditor).get(f"/rulebooks/{rulebook.pk}/compare", {"a": 1, "b": 2})
+    took = time.monotonic() - started
+    assert page.status_code == 200
+    assert b'id="source-too-long"' in page.content
+    assert took < 10, took  # difflib took 36 s here (a gunicorn worker is killed at 60)
