@@ -55,7 +55,7 @@ def parse_value(text: str) -> Any:
     text = (text or "").strip()
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, an integer past 4,300 digits, too deep
         return text
 
 
@@ -65,7 +65,8 @@ def show_value(value: Any) -> str:
 
 def _int_or_text(text: str) -> Any:
     text = (text or "").strip()
-    return int(text) if re.fullmatch(r"-?\d+", text) else text
+    # ASCII digits, and few enough for int(): anything else is left for the validator to name
+    return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else text
 
 
 @dataclass
@@ -177,7 +178,9 @@ class RuleForm:
             items, empty = rows[kind]
             if verb == "add":
                 items.append(dict(empty))
-            elif verb == "remove" and index.isdigit() and int(index) < len(items):
+            elif (
+                verb == "remove" and re.fullmatch(r"[0-9]{1,3}", index) and int(index) < len(items)
+            ):
                 del items[int(index)]
         return cls(values=values, clauses=clauses, steps=steps)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -12,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import actor_for_request, get_object_for_actor, require
-from console.api.parsers import MalformedBody, max_body_bytes, parse_json_object
+from console.api.parsers import MalformedBody, first_problem, max_body_bytes, parse_json_object
 from firewall import display, engine, selectors, services
 from firewall.forms import CHOICES, RuleForm
 from firewall.models import Policy, Rule
@@ -398,10 +399,16 @@ def _rule_form_post(request, actor, policy, rule: Rule | None) -> HttpResponse: 
     if RuleForm.is_edit_only(request.POST):
         return _rule_page(request, actor, policy, form, rule)
     try:
+        spec = form.to_spec()
+        # The API's edge check on what the form made: no NUL or lone surrogate (a clause value's
+        # JSON may write one as `\u0000`, which PostgreSQL cannot keep), nested within the bound.
+        problem = first_problem(spec, max_depth=int(settings.STALWART_API_MAX_JSON_DEPTH))
+        if problem is not None:
+            raise ValidationError({problem[0]: [problem[1]]})
         if rule is None:
-            rule = services.rule_create(actor=actor, policy=policy, data=form.to_spec())
+            rule = services.rule_create(actor=actor, policy=policy, data=spec)
         else:
-            rule = services.rule_update(actor=actor, rule=rule, data=form.to_spec())
+            rule = services.rule_update(actor=actor, rule=rule, data=spec)
     except ValidationError as exc:
         form.errors = _errors(exc)
         return _rule_page(request, actor, policy, form, rule, status=400)

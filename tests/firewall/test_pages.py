@@ -231,3 +231,35 @@ def _as_post(form: RuleForm):
         if s["egress"]:
             q[f"step-{i}-egress"] = "on"
     return q
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"priority": "9" * 5000}, "priority"),  # int() refuses past 4,300 digits: was a 500
+        ({"clause-0-op": "in", "clause-0-value": "[" * 100_000}, "args_match[0].value"),
+        ({"clause-0-op": "eq", "clause-0-value": "[" * 100 + "]" * 100}, "args_match[0].value"),
+        ({"clause-0-op": "eq", "clause-0-value": '"a\\u0000b"'}, "args_match[0].value"),
+        ({"verdict": "cap_cost", "cap_cost_cents": "9" * 5000}, "cap_cost_cents"),
+        ({"step_count": "1", "step-0-tool_glob": "a.*", "step-0-min_count": "9" * 5000},
+         "sequence.steps[0].min_count"),
+    ],
+)  # fmt: skip
+def test_a_malformed_rule_field_is_refused_on_its_field_never_a_500(
+    fields, field, policy, editor, client_for
+):
+    client = client_for(editor)
+    client.raise_request_exception = False
+    response = client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(**fields))
+    assert response.status_code == 400
+    assert field.encode() in response.content  # the field, or a path inside its value
+    assert not Rule.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["remove_clause:\u00b2", "remove_clause:" + "9" * 5000])
+def test_a_row_button_with_a_malformed_index_changes_nothing(action, policy, editor, client_for):
+    client = client_for(editor)
+    client.raise_request_exception = False
+    response = client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(action=action))
+    assert response.status_code == 200
+    assert b'name="clause-0-path"' in response.content
