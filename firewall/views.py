@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from django.conf import settings
 from django.contrib import messages
@@ -230,7 +231,8 @@ def rule_move(request: HttpRequest, rule_id: int) -> HttpResponse:
     to = request.POST.get("to", "")
     try:
         if to.strip():
-            if not to.strip().lstrip("-").isdigit() or len(to) > 9:
+            # ASCII digits: '²'.isdigit() is True, and int() refuses it
+            if not re.fullmatch(r"-?[0-9]+", to.strip()) or len(to) > 9:
                 raise ValidationError({"to": ["a place in the order: a whole number"]})
             changed = services.rule_place(actor=actor, rule=rule, index=int(to))
         else:

@@ -263,3 +263,13 @@ def test_a_row_button_with_a_malformed_index_changes_nothing(action, policy, edi
     response = client.post(f"/firewall/{policy.pk}/rules/new", _rule_post(action=action))
     assert response.status_code == 200
     assert b'name="clause-0-path"' in response.content
+
+
+def test_a_place_that_is_a_digit_only_to_unicode_is_refused_not_a_500(policy, editor, client_for):
+    client = client_for(editor)
+    client.raise_request_exception = False
+    client.post(f"/firewall/{policy.pk}/rules/new", _rule_post())
+    rule = Rule.objects.get()
+    response = client.post(f"/firewall/rules/{rule.pk}/move", {"to": "\u00b2"})  # '²'.isdigit()
+    assert response.status_code == 400
+    assert b"a place in the order: a whole number" in response.content
