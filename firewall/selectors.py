@@ -77,7 +77,8 @@ def read_ref(text: Any) -> str | int:
         text = text.strip()
         if text == DRAFT:
             return DRAFT
-        if text.isdigit() and 1 <= int(text) < 2**31:
+        # ASCII digits, few enough for int(): Python's own messages are no answer to a person
+        if text.isascii() and text.isdigit() and len(text) <= 10 and 1 <= int(text) < 2**31:
             return int(text)
     raise ValueError("a version's number, or `draft`")
 

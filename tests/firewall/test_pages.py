@@ -273,3 +273,16 @@ def test_a_place_that_is_a_digit_only_to_unicode_is_refused_not_a_500(policy, ed
     response = client.post(f"/firewall/rules/{rule.pk}/move", {"to": "\u00b2"})  # '²'.isdigit()
     assert response.status_code == 400
     assert b"a place in the order: a whole number" in response.content
+
+
+@pytest.mark.parametrize("ref", ["\u00b2", "9" * 5000])
+def test_a_version_reference_that_is_no_number_says_what_a_reference_is(
+    ref, policy, editor, client_for
+):
+    client = client_for(editor)
+    response = client.get(f"/firewall/{policy.pk}/diff", {"old": ref})
+    assert response.status_code == 400
+    assert b"a version&#x27;s number, or `draft`" in response.content
+    exported = client.get(f"/firewall/{policy.pk}/export.json", {"version": ref})
+    assert exported.status_code == 400
+    assert exported.json() == {"version": ["a version's number, or `draft`"]}
