@@ -448,14 +448,16 @@ def approval_deny(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
     return request
 
 
-def approval_queue(*, organisation) -> list[ApprovalRequest]:  # noqa: ANN001
-    """The open requests, oldest first; requests past their time are marked expired on the way."""
+def approval_queue(*, organisation, limit: int | None = None) -> list[ApprovalRequest]:  # noqa: ANN001
+    """The open requests, oldest first (at most `limit`); requests past their time are marked
+    expired on the way."""
     now = timezone.now()
     ApprovalRequest.objects.filter(
         organisation=organisation, status="pending", expires_at__lte=now
     ).update(status="expired")
-    return list(
+    queue = (
         ApprovalRequest.objects.filter(organisation=organisation, status="pending")
         .select_related("session")
         .order_by("created_at")
     )
+    return list(queue if limit is None else queue[:limit])

@@ -221,3 +221,28 @@ def test_the_queue_page_asks_the_catalogues_question_in_the_organisations_langua
     portuguese = client_for(approver).get("/approvals/").content.decode()
     assert "(pedido 4411 e valor 40,00). Posso seguir?" in portuguese
     assert "com order_id" not in portuguese
+
+
+def test_the_queue_page_shows_the_oldest_requests_and_counts_the_rest(
+    editor, approver, organisation, client_for, actor_for
+):
+    # A runtime in a loop files requests faster than people answer them: the page (polled every
+    # 3 s) draws a bounded number of cards, never the whole queue.
+    from guard import approvals
+    from guard.views import QUEUE_SHOWN
+
+    actor = actor_for(editor, organisation)
+    for n in range(QUEUE_SHOWN + 7):
+        approvals.runtime_request_create(
+            actor=actor,
+            data={
+                "agent": "desk",
+                "session": "s-1",
+                "call": {"tool": f"refund_{n}", "arguments": {"order_id": str(n)}},
+                "history_at": 0,
+            },
+        )
+    page = client_for(approver).get("/approvals/").content.decode()
+    assert page.count('class="card approval"') == QUEUE_SHOWN
+    assert 'data-tool="refund_0"' in page  # the oldest first
+    assert 'id="queue-more">7 more calls are waiting' in page
