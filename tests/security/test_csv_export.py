@@ -24,7 +24,7 @@ FORMULAS = [
 
 
 def _exported(client) -> dict[str, str]:
-    body = client.get("/events/export.csv").content.decode()
+    body = client.get("/events/export.csv").getvalue().decode()
     return next(csv.DictReader(io.StringIO(body)))
 
 
