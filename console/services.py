@@ -9,6 +9,7 @@ import datetime as dt
 import functools
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import secrets
@@ -90,6 +91,17 @@ def settings_get(*, organisation: Organisation) -> OrganisationSettings:
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
+def _loopback(host: str) -> bool:
+    """Whether a URL's host is this machine: `localhost`, or a loopback address as written
+    (`127.0.0.2`, `::1`); a name that only begins like one (`127.attacker.example`) is not."""
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def webhook_url_problem(url: str) -> str | None:
     """Why an alert webhook URL is refused, or None: alerts go out over HTTPS only.
 
@@ -102,7 +114,7 @@ def webhook_url_problem(url: str) -> str | None:
     host = (parts.hostname or "").lower()
     if parts.scheme == "https" and host:
         return None
-    if parts.scheme == "http" and (host in LOOPBACK_HOSTS or host.startswith("127.")):
+    if parts.scheme == "http" and _loopback(host):
         return None
     if parts.scheme == "http":
         return "the webhook must use https:// (plain http is accepted only for a loopback address)"

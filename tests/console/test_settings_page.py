@@ -177,6 +177,34 @@ def test_a_loopback_receiver_may_be_plain_http(admin, organisation, client_for):
     assert saved.status_code == 200
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.attacker.example/hook",
+        "http://127.0.0.1.nip.io/hook",
+        "http://localhost.example/x",
+    ],
+)
+def test_a_name_that_only_starts_like_a_loopback_address_is_no_loopback(
+    url, admin, organisation, client_for
+):
+    # `127.attacker.example` is a DNS name anyone may point anywhere: alerts and their signature
+    # would cross the network in clear.
+    saved = client_for(admin).post("/settings/", _form(organisation, notify_url=url))
+    assert saved.status_code == 400
+    assert OrganisationSettings.objects.get(organisation=organisation).notify_url == ""
+    response = client_for(admin).put_json("/v1/settings", {"notify_url": url})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.2:9000/hook", "http://[::1]:8025/hook", "http://localhost/x"]
+)
+def test_every_loopback_address_may_be_plain_http(url, admin, organisation, client_for):
+    saved = client_for(admin).post("/settings/", _form(organisation, notify_url=url))
+    assert saved.status_code == 200
+
+
 def test_the_api_refuses_a_plain_http_webhook(admin, organisation, client_for):
     response = client_for(admin).put_json("/v1/settings", {"notify_url": "http://a.example/x"})
     assert response.status_code == 400
