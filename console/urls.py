@@ -47,7 +47,8 @@ urlpatterns = [
     ),
     path("invitations/", views.invitations_page, name="invitations"),
     re_path(
-        r"^invitations/(?P<invitation_id>[0-9]+)/(?P<answer>accept|decline)$",
+        # at most 18 digits, as an id is: a longer one is no invitation's (int() refuses 4,300)
+        r"^invitations/(?P<invitation_id>[0-9]{1,18})/(?P<answer>accept|decline)$",
         views.invitation_answer,
         name="invitation-answer",
     ),

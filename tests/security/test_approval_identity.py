@@ -333,6 +333,14 @@ def test_nobody_accepts_an_invitation_made_for_someone_else(
     assert not Membership.objects.filter(organisation=other_organisation, role="editor").exists()
 
 
+@pytest.mark.parametrize("number", ["9" * 20, "9" * 5000])
+def test_an_invitation_number_no_invitation_can_have_answers_404(number, editor, client_for):
+    client = client_for(editor)
+    client.raise_request_exception = False
+    for answer in ("accept", "decline"):
+        assert client.post(f"/invitations/{number}/{answer}").status_code == 404
+
+
 def test_a_person_in_no_organisation_lands_on_their_invitations(outsider, client_for):
     from django.contrib.auth import get_user_model
 
