@@ -422,16 +422,26 @@ def _rows(gateway: Gateway) -> list[dict[str, Any]]:
     return servers
 
 
+#: Gateways drawn at once, the latest reported: one started in a new folder each time (a CI job's
+#: checkout) is a new instance, and each may list 64 servers of 500 tools; the rest are counted.
+GATEWAYS_SHOWN = 100
+
+
 @require_GET
 def gateways_page(request: HttpRequest) -> HttpResponse:
     actor = actor_for_request(request)
     require(actor, "gateways.read")
     now = timezone.now()
-    gateways = [
-        {"gateway": g, "servers": _rows(g), "status": status(g, now)}
-        for g in Gateway.objects.filter(organisation=actor.organisation)
-    ]
-    return render(request, "console/gateways.html", {"gateways": gateways, "actor": actor})
+    found = Gateway.objects.filter(organisation=actor.organisation)
+    latest = sorted(
+        found.order_by("-reported_at", "-pk")[:GATEWAYS_SHOWN],
+        key=lambda g: (g.name, g.instance),
+    )
+    gateways = [{"gateway": g, "servers": _rows(g), "status": status(g, now)} for g in latest]
+    more = found.count() - len(latest) if len(latest) == GATEWAYS_SHOWN else 0
+    return render(
+        request, "console/gateways.html", {"gateways": gateways, "more": more, "actor": actor}
+    )
 
 
 @require_POST

@@ -302,3 +302,33 @@ def test_a_running_gateway_reports_with_nothing_new_and_a_silent_one_is_shown_no
             "/v1/gateways/desk/report", {**body, "state": "gone"}
         )
     assert "state" in str(refused.value)
+
+
+def test_the_gateways_page_draws_the_latest_reported_and_counts_the_rest(
+    admin, organisation, client_for
+) -> None:  # noqa: ANN001
+    # A gateway started in a new folder each time (a CI job's checkout) is a new instance: over
+    # months they pile up, and the page drew every one with every tool it listed.
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from console.gateways import GATEWAYS_SHOWN
+    from console.models import Gateway
+
+    now = timezone.now()
+    Gateway.objects.bulk_create(
+        Gateway(
+            organisation=organisation,
+            name="ci",
+            instance=f"run-{n:04d}",
+            servers={"shop": {"state": "connected", "error": "", "tools": [TOOL]}},
+            reported_at=now - dt.timedelta(minutes=n),
+        )
+        for n in range(GATEWAYS_SHOWN + 5)
+    )
+    page = client_for(admin).get("/gateways/").content.decode()
+    assert page.count('class="card gateway"') == GATEWAYS_SHOWN
+    assert 'data-instance="run-0000"' in page  # the latest reported
+    assert f'data-instance="run-{GATEWAYS_SHOWN + 4:04d}"' not in page
+    assert 'id="more-gateways">5 more gateways' in page
