@@ -603,16 +603,8 @@ def test_agent_chat_decides_from_the_bundle_and_its_decisions_reach_the_feed(con
     from the bundle (a tool switched off on the console is refused at the next turn) and writes
     its decision logs, which reach the console's feed."""
     from console.models import Event, ToolSwitch
-    from stalwart_agents import Agent
 
-    for name, value in {
-        "STALWART_URL": console["url"],
-        "STALWART_API_KEY": console["key"],
-        "STALWART_DECIDE": "local",
-        "STALWART_BUNDLE_KEY": console["public"],
-    }.items():
-        monkeypatch.setenv(name, value)
-    shop = Agent.from_file(SHOP, verify=False)
+    shop = chatting_locally(console, monkeypatch)
     try:
         reply = shop.chat("show me order 4411", user="ana", agent="desk")
         assert [done["tool"] for done in reply.ran] == ["get_order"], reply.text
