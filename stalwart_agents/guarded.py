@@ -21,6 +21,19 @@ guard's `run`): in the decision's `detail.run` here, on the console's event ther
 `guard.handoff(name)` is another agent's guard over the same session (one signed history for the
 conversation).
 
+**The organisation's firewall.** Deciding from the console's bundle (a `ConnectedSession`), every
+call is put first to the organisation's published firewall policy (`door_firewall(None,
+session)`; nothing published, no gate), as `Agent.chat` and the gateway put theirs: `deny`
+refuses it (reason `firewall: <rule>`; nothing runs, no tool check); `sanitize` goes on with the
+cleaned arguments, which the tool check judges; `allow` and `audit` go on; `cap_cost` is held with
+the tool check's own figures (past the cap, `cost_exceeded`); `require_approval` is a `confirm`:
+the tool check's own question where it asks (the firewall's reason added; one yes covers both),
+else a question of the firewall's alone (no approval request; a yes is signed here for exactly
+that call). The answer given at a call's check stands for its run (the Agents SDK's hooks and a
+graph's check and tool nodes put a call to the firewall once); after a person's yes it is asked
+again, as the gateway does: a `deny` then refuses. A bundle that cannot answer raises
+`SelectorUnavailableError`. Other sessions are not gated here (one `isinstance` per call).
+
 Facts: `context=` is a mapping, a function, or a `stalwart_agents.facts.Context` (the file's
 `facts:` read from the results this guard saw, plus code's); where both say a fact, the file's
 wins. Anything that cannot answer raises `SelectorUnavailableError` and nothing runs.
@@ -30,6 +43,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,10 +52,13 @@ from stalwart_agents.client import (
     ApprovalDenied,
     Check,
     Client,
+    ConnectedSession,
     RemoteSession,
     SelectorUnavailableError,
     Session,
+    _check_of,
 )
+from stalwart_agents.door_firewall import cleaned_arguments, door_firewall
 from stalwart_agents.facts import Context, facts_of
 
 RAN, CONFIRM, REFUSED, FAILED = "ran", "confirm", "refused", "failed"
@@ -52,6 +69,27 @@ YES = frozenset({"yes", "y", "sim", "s", "approve", "approved", "ok", "true"})
 NO = frozenset({"no", "n", "não", "nao", "deny", "denied", "reject", "rejected", "false"})
 
 Function = Callable[[dict[str, Any]], Any]
+
+#: Seconds the organisation's firewall answer for a call, given at its check, stands for the same
+#: call's run (a door checks, then runs: the call is put to the firewall once).
+FIREWALL_KEPT = 60.0
+#: The most such answers a guard keeps for calls checked and not yet run (the oldest go first).
+MAX_FIREWALLED = 256
+
+
+@dataclass(frozen=True)
+class Walled:
+    """The organisation's firewall answer for one call: its `Decision` (None: nothing
+    published), the arguments as it cleaned them, and when it answered."""
+
+    answer: Any
+    arguments: dict[str, Any]
+    at: float
+
+
+def firewall_rule(answer: Any) -> str:
+    """What names a firewall answer in reasons: its rule, else its first reason, else verdict."""
+    return str(answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict))
 
 
 class CallRefused(Exception):
@@ -198,6 +236,9 @@ class Guard:
         # re-runs its step on resume finds the question asked, and files no second request).
         self.waiting: dict[str, Outcome] = {}
         self._outside = {k: tuple(v) for k, v in (outside or {}).items()}
+        # The organisation's firewall answers for calls checked and not yet run (deciding from
+        # the console's bundle), by the call as the door gave it.
+        self._walled: dict[str, Walled] = {}
         if share is not None:  # the same conversation: what was read, ran and asked is shared
             # (Not the labels: one session's signed history holds the outside content itself.)
             self.ran, self._read, self._asked = share.ran, share._read, share._asked
@@ -295,7 +336,10 @@ class Guard:
         run_id: str | None = None,
         thread_id: str | None = None,
     ) -> Check:
-        """The check alone (nothing runs)."""
+        """The check alone (nothing runs). Deciding from the console's bundle, the
+        organisation's published firewall first (see `firewalled`)."""
+        if isinstance(self.session, ConnectedSession):
+            return self._walled_check(tool, arguments, origins, context, token, run_id, thread_id)
         return self.session.check_tool_call(
             tool,
             dict(arguments),
@@ -305,6 +349,173 @@ class Guard:
             labels=sorted(self.labels) or None,
             **self._named(run_id, thread_id),
         )
+
+    def _walled_check(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        origins: Mapping[str, str] | None,
+        context: Any,
+        token: str | None,
+        run_id: str | None,
+        thread_id: str | None,
+    ) -> Check:
+        """`check` deciding from the console's bundle: the organisation's published firewall
+        first (a `deny` refuses, the tool check judges the arguments as it cleaned them), then
+        the tool check, the firewall's hold or cap over its answer (`_gate`)."""
+        walled = self._wall(tool, arguments)
+        answer = walled.answer
+        if answer is not None and answer.decision == "refuse":
+            self._walled.pop(_call_key(tool, arguments), None)
+            return Check(
+                "refuse",
+                [f"firewall: {firewall_rule(answer)}"],
+                {"firewall": answer.to_dict()},
+                firewall_rule(answer),
+            )
+        check = self._tool_check(
+            tool,
+            walled.arguments,
+            origins=origins,
+            context=context,
+            token=token,
+            run_id=run_id,
+            thread_id=thread_id,
+        )
+        gated = self._gate(tool, walled, check, token)
+        if gated.decision == "refuse":
+            self._walled.pop(_call_key(tool, arguments), None)
+        return gated
+
+    def _tool_check(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        origins: Mapping[str, str] | None = None,
+        context: Any = None,
+        token: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> Check:
+        """The session's tool check of the call, as it is."""
+        return self.session.check_tool_call(
+            tool,
+            dict(arguments),
+            origins=dict(origins) if origins else None,
+            context=self.facts(arguments, context),
+            token=token,
+            labels=sorted(self.labels) or None,
+            **self._named(run_id, thread_id),
+        )
+
+    # -- the organisation's firewall ---------------------------------------------------------
+
+    def _wall(self, tool: str, arguments: Mapping[str, Any], *, again: bool = False) -> Walled:
+        """The organisation's published firewall's answer for a call: the one given at its
+        check (for `FIREWALL_KEPT` s), else asked now (`again`: asked now whatever was given).
+        `SelectorUnavailableError` where the bundle cannot answer: nothing runs."""
+        key = _call_key(tool, arguments)
+        kept = self._walled.get(key)
+        if kept is not None and not again and time.monotonic() - kept.at < FIREWALL_KEPT:
+            return kept
+        firewall = door_firewall(None, self.session)
+        call = {"tool": tool, "arguments": dict(arguments), "agent": self.agent}
+        answer = firewall.evaluate(call) if firewall is not None else None
+        cleaned = cleaned_arguments(answer, arguments) if answer is not None else None
+        walled = Walled(
+            answer, cleaned if cleaned is not None else dict(arguments), time.monotonic()
+        )
+        self._walled.pop(key, None)
+        while len(self._walled) >= MAX_FIREWALLED:
+            self._walled.pop(next(iter(self._walled)))
+        self._walled[key] = walled
+        return walled
+
+    def _cleaned(self, tool: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The arguments as the firewall cleaned them at the call's check, else as given."""
+        kept = self._walled.get(_call_key(tool, arguments))
+        return kept.arguments if kept is not None else arguments
+
+    def _gate(self, tool: str, walled: Walled, check: Check, token: str | None) -> Check:
+        """The tool check's answer (of the cleaned arguments) with the firewall's over it: a
+        `require_approval` asked with the check's own question where the check asks (a person's
+        yes covers both), else asked for the firewall alone (its reason, no approval request);
+        a `cap_cost` held with the check's own figures."""
+        answer = walled.answer
+        if answer is None or check.decision == "refuse":
+            return check
+        rule = firewall_rule(answer)
+        if answer.decision == "confirm" and token is None:
+            if check.decision == "confirm":
+                reasons = [*check.reasons, f"firewall: {rule}"]
+                return Check("confirm", reasons, check.detail, check.rule, check.approval)
+            # Only the firewall holds it: the person is asked all the same (the framework's own
+            # question), and a yes is signed for exactly this call (`approve`).
+            return Check("confirm", [f"firewall: {rule}"], {"firewall": answer.to_dict()}, rule)
+        if answer.verdict == "cap_cost" and answer.cap_cost_cents is not None:
+            runtime = self.session.runtime
+            over = runtime.wired.check.over_cost_cap(
+                {"tool": tool, "arguments": walled.arguments},
+                session=runtime.history,
+                head=runtime.head,
+                cap=answer.cap_cost_cents,
+            )
+            if over is not None:
+                return _check_of(over)
+        return check
+
+    def firewalled(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        token: str | None,
+        origins: Mapping[str, str] | None,
+        context: Any,
+        run_id: str | None,
+        thread_id: str | None,
+    ) -> Outcome | dict[str, Any]:
+        """Deciding from the console's bundle, the organisation's published firewall in front of
+        a call: the `Outcome` of a call it refuses or holds (nothing ran), else the arguments to
+        run it with (cleaned by a `sanitize`).
+
+        The answer given at the call's check stands (the call is put to the firewall once);
+        after a person's yes (`token`), the firewall is asked again, as the gateway asks before
+        it forwards an approved call: a `deny` now refuses it, and it runs with the arguments as
+        cleaned now (the token is for exactly the call approved, else `token_mismatch`)."""
+        walled = self._wall(tool, arguments, again=token is not None)
+        self._walled.pop(_call_key(tool, arguments), None)
+        answer = walled.answer
+        if answer is None:
+            return arguments
+        cleaned = walled.arguments
+        if answer.decision == "refuse":
+            rule = firewall_rule(answer)
+            detail: dict[str, Any] = {"firewall": answer.to_dict()}
+            if token is not None:
+                detail["problem"] = "the firewall denies it now, after the person's yes"
+            return Outcome(REFUSED, tool, arguments, None, (f"firewall: {rule}",), detail)
+        held = answer.decision == "confirm" or answer.verdict == "cap_cost"
+        if token is not None or not held:
+            return cleaned
+        if answer.decision == "confirm":
+            check = self._tool_check(
+                tool, cleaned, origins=origins, context=context, run_id=run_id, thread_id=thread_id
+            )
+        else:
+            check = Check("allow")
+        gated = self._gate(tool, walled, check, None)
+        if gated.decision == "allow":
+            return cleaned
+        kind = "CONFIRM" if gated.decision == "confirm" else "REFUSED"
+        said = {
+            "outcome": kind,
+            "reasons": gated.reasons,
+            "detail": gated.detail,
+            "approval": gated.approval,
+        }
+        return self._outcome(tool, cleaned, said, origins)
 
     def question(self, tool: str, arguments: Mapping[str, Any]) -> str:
         """The confirm question in words, as every door asks it (`runtime.asked_in_words`)."""
@@ -324,6 +535,8 @@ class Guard:
     ) -> dict[str, Any]:
         """What a person must see on a `confirm`: the call, each argument with its origin, why
         (a `secret` argument's value masked: the prompt is kept and shown by the framework)."""
+        if isinstance(self.session, ConnectedSession):  # the call as the firewall cleaned it
+            arguments = self._cleaned(tool, arguments)
         shown = detail.get("arguments") if isinstance(detail.get("arguments"), Mapping) else {}
         where = detail.get("origins") if isinstance(detail.get("origins"), Mapping) else {}
         hidden = self._secret(tool, shown)
@@ -382,21 +595,37 @@ class Guard:
         arguments = dict(arguments)
         run = function or self.tools.get(tool) or _missing(tool)
         facts = context if context is not None else self.context
+        outcome: Outcome | None = None
+        if isinstance(self.session, ConnectedSession):
+            gated = self.firewalled(
+                tool,
+                arguments,
+                token=token,
+                origins=origins,
+                context=facts,
+                run_id=run_id,
+                thread_id=thread_id,
+            )
+            if isinstance(gated, Outcome):
+                outcome = gated
+            else:
+                arguments = gated
+        if outcome is None:
 
-        def executed(arguments: dict[str, Any], context: Any) -> Any:  # the executor's own form
-            return run(arguments)
+            def executed(arguments: dict[str, Any], context: Any) -> Any:  # the executor's form
+                return run(arguments)
 
-        answer = self.session.execute(
-            tool,
-            arguments,
-            executed,
-            origins=dict(origins) if origins else None,
-            context=self.facts(arguments, facts),
-            token=token,
-            labels=sorted(self.labels) or None,
-            **self._named(run_id, thread_id),
-        )
-        outcome = self._outcome(tool, arguments, answer, origins)
+            answer = self.session.execute(
+                tool,
+                arguments,
+                executed,
+                origins=dict(origins) if origins else None,
+                context=self.facts(arguments, facts),
+                token=token,
+                labels=sorted(self.labels) or None,
+                **self._named(run_id, thread_id),
+            )
+            outcome = self._outcome(tool, arguments, answer, origins)
         if outcome.status == RAN:
             self.ran.append({"tool": tool, "arguments": arguments, "result": outcome.result})
             self.labels.update(self._outside.get(tool, ()))
@@ -425,9 +654,18 @@ class Guard:
                 raise SelectorUnavailableError("the console asked for no approval of this call")
             return session.wait_for_approval(approval, timeout=self.wait_timeout)
         ids = dict((outcome.prompt or {}).get("run") or {})
-        check = self.check(
-            outcome.tool, outcome.arguments, origins=outcome.origins, context=context, **ids
+        # The call the person was shown: as the firewall cleaned it at its check.
+        arguments = outcome.arguments
+        if isinstance(session, ConnectedSession):
+            arguments = self._cleaned(outcome.tool, arguments)
+        check = self._tool_check(
+            outcome.tool, arguments, origins=outcome.origins, context=context, **ids
         )
+        if check.decision == "allow" and isinstance(session, ConnectedSession) and _walled(outcome):
+            # Only the organisation's firewall held it (`require_approval`): the person's yes to
+            # exactly this call at this point, signed here, as the gateway signs its client's.
+            runtime = session.runtime
+            return runtime.token_for(runtime.call_of(outcome.tool, arguments, agent=self.agent))
         if check.decision != "confirm":
             raise SelectorUnavailableError(
                 f"`{outcome.tool}` is no longer waiting for a person: {check.decision}"
@@ -500,6 +738,11 @@ class Guard:
         if kind in _FAILED:
             return Outcome(FAILED, tool, arguments, None, reasons or (str(kind).lower(),), detail)
         raise SelectorUnavailableError(f"the executor answered `{kind}`, which is not an outcome")
+
+
+def _walled(outcome: Outcome) -> bool:
+    """Whether a firewall held the call a person was asked about (a reason names its rule)."""
+    return any(str(reason).startswith("firewall: ") for reason in outcome.reasons)
 
 
 def _call_key(tool: str, arguments: Mapping[str, Any]) -> str:
