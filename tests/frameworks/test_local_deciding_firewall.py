@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from stalwart_agents.client import ConnectedSession
+from stalwart_agents.client import ConnectedSession, SelectorUnavailableError
 from stalwart_agents.guarded import Guard, plain_function
 from stalwart_agents.langgraph import StalwartMiddleware
 from stalwart_agents.openai_agents import StalwartTools
@@ -48,6 +48,17 @@ NO_SECRETS = {
     "sanitize": {"patterns": ["SECRET-[0-9]+"]},
 }
 CONFIG = {"configurable": {"thread_id": "t-1"}}
+
+
+def replace_policy(console, actor_for, *rules: dict) -> None:  # noqa: ANN001, F811
+    """The active policy's next version, published on the console with these rules."""
+    from firewall import services as firewall_services
+
+    actor = actor_for(console["admin"], console["organisation"])
+    policy = firewall_services.active_policy(organisation=console["organisation"])
+    data = {"name": policy.name, "default_verdict": "allow", "rules": list(rules)}
+    firewall_services.policy_draft_import(actor=actor, policy=policy, data=data)
+    firewall_services.policy_publish(actor=actor, policy=policy)
 
 
 def counted(guard: Guard) -> list[tuple[str, dict]]:
@@ -221,3 +232,95 @@ def test_a_require_approval_only_the_firewall_makes_is_put_to_the_person(
         assert ran == [("get_order", {"order_id": "4411"})], said
         # put to the firewall for the call, and once more after the person's yes
         assert evaluated == [("get_order", {"order_id": "4411"})] * 2, evaluated
+
+
+def test_a_require_approval_where_the_check_asks_too_is_one_question_and_one_yes(
+    console,  # noqa: ANN001, F811
+    actor_for,  # noqa: ANN001
+    shop,  # noqa: ANN001
+    functions,  # noqa: ANN001
+    ran,  # noqa: ANN001
+):
+    """The tool check asks about a charge with an amount the model wrote, and the published
+    policy holds charges for a person: one question, both reasons; the yes runs it."""
+    publish(
+        console,
+        actor_for,
+        {
+            "priority": 10,
+            "name": "charges need a yes",
+            "tool_name_glob": "charge_card",
+            "verdict": "require_approval",
+        },
+    )
+    tools = {name: plain_function(f) for name, f in functions.items()}
+    with local_client(console) as client:
+        guard = Guard.for_agent(shop, "desk", client=client, tools=tools)
+        guard.read("charge order 4411")
+        assert guard.call_with("get_order", {"order_id": "4411"}).status == "ran"
+        asked = guard.call_with("charge_card", {"order_id": "4411", "amount": 35})
+        assert asked.status == "confirm", asked
+        assert "argument_origin: amount" in asked.reasons
+        assert "firewall: charges need a yes" in asked.reasons
+        assert [name for name, _ in ran] == ["get_order"]
+        done = guard.resume(asked, True)
+        assert done.status == "ran", done
+        assert ran[-1] == ("charge_card", {"order_id": "4411", "amount": 35})
+
+
+def test_a_deny_published_while_the_person_was_asked_refuses_the_call_after_the_yes(
+    console,  # noqa: ANN001, F811
+    actor_for,  # noqa: ANN001
+    shop,  # noqa: ANN001
+    functions,  # noqa: ANN001
+    ran,  # noqa: ANN001
+):
+    """After a person's yes the firewall is asked again, as the gateway asks before it forwards
+    an approved call: a deny published meanwhile refuses it, and nothing runs."""
+    publish(console, actor_for, ASK_FIRST)
+    tools = {name: plain_function(f) for name, f in functions.items()}
+    with local_client(console) as client:
+        guard = Guard.for_agent(shop, "desk", client=client, tools=tools)
+        guard.read("show me order 4411")
+        asked = guard.call_with("get_order", {"order_id": "4411"})
+        assert asked.status == "confirm" and asked.reasons == ("firewall: ask first",), asked
+        feed = guard.session.feed
+        before = feed.current().firewall
+        replace_policy(console, actor_for, NO_LOOKUPS)
+        until(lambda: feed.current().firewall != before, 15.0)
+        refused = guard.resume(asked, True)
+        assert (refused.status, refused.reasons) == ("refused", ("firewall: no lookups",))
+        assert ran == []
+
+
+def test_a_firewall_that_cannot_answer_runs_nothing(
+    console,  # noqa: ANN001, F811
+    actor_for,  # noqa: ANN001
+    shop,  # noqa: ANN001
+    functions,  # noqa: ANN001
+    ran,  # noqa: ANN001
+):
+    """The published policy's answer is not one (no verdict): the call is not made, at the
+    check or the run, though the tool check alone would allow it."""
+    publish(console, actor_for, NO_SECRETS)
+    tools = {name: plain_function(f) for name, f in functions.items()}
+    with local_client(console) as client:
+        guard = Guard.for_agent(shop, "desk", client=client, tools=tools)
+        guard.read("show me order 4411")
+        guard.session.evaluate = lambda *_, **__: {}  # type: ignore[method-assign]
+        with pytest.raises(SelectorUnavailableError, match="cannot answer"):
+            guard.check("get_order", {"order_id": "4411"})
+        with pytest.raises(SelectorUnavailableError, match="cannot answer"):
+            guard.call_with("get_order", {"order_id": "4411"})
+        assert ran == []
+
+
+def test_sessions_that_do_not_decide_from_the_bundle_are_not_gated_here(shop, functions, ran):
+    """In this process (a `LocalSession`), the guard puts nothing to a published policy: the
+    firewall of the organisation is not in play, the call runs as before."""
+    tools = {name: plain_function(f) for name, f in functions.items()}
+    guard = Guard.for_agent(shop, "desk", tools=tools)
+    assert not isinstance(guard.session, ConnectedSession)
+    guard.read("show me order 4411")
+    assert guard.call_with("get_order", {"order_id": "4411"}).status == "ran"
+    assert guard._walled == {}
