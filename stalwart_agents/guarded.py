@@ -428,7 +428,7 @@ class Guard:
         )
         self._walled.pop(key, None)
         while len(self._walled) >= MAX_FIREWALLED:
-            self._walled.pop(next(iter(self._walled)))
+            self._walled.pop(next(iter(self._walled)), None)
         self._walled[key] = walled
         return walled
 
@@ -453,7 +453,7 @@ class Guard:
             # Only the firewall holds it: the person is asked all the same (the framework's own
             # question), and a yes is signed for exactly this call (`approve`).
             return Check("confirm", [f"firewall: {rule}"], {"firewall": answer.to_dict()}, rule)
-        if answer.verdict == "cap_cost" and answer.cap_cost_cents is not None:
+        if answer.cap_cost_cents is not None:
             runtime = self.session.runtime
             over = runtime.wired.check.over_cost_cap(
                 {"tool": tool, "arguments": walled.arguments},
@@ -496,16 +496,15 @@ class Guard:
             if token is not None:
                 detail["problem"] = "the firewall denies it now, after the person's yes"
             return Outcome(REFUSED, tool, arguments, None, (f"firewall: {rule}",), detail)
-        held = answer.decision == "confirm" or answer.verdict == "cap_cost"
-        if token is not None or not held:
-            return cleaned
-        if answer.decision == "confirm":
+        if answer.decision == "confirm" and token is None:
             check = self._tool_check(
                 tool, cleaned, origins=origins, context=context, run_id=run_id, thread_id=thread_id
             )
-        else:
+        elif answer.cap_cost_cents is not None:  # held with the check's figures, after a yes too
             check = Check("allow")
-        gated = self._gate(tool, walled, check, None)
+        else:
+            return cleaned
+        gated = self._gate(tool, walled, check, token)
         if gated.decision == "allow":
             return cleaned
         kind = "CONFIRM" if gated.decision == "confirm" else "REFUSED"

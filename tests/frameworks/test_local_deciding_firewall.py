@@ -324,3 +324,38 @@ def test_sessions_that_do_not_decide_from_the_bundle_are_not_gated_here(shop, fu
     guard.read("show me order 4411")
     assert guard.call_with("get_order", {"order_id": "4411"}).status == "ran"
     assert guard._walled == {}
+
+
+def test_a_published_cap_cost_is_held_with_the_checks_own_figures(
+    console,  # noqa: ANN001, F811
+    actor_for,  # noqa: ANN001
+):
+    """The published policy caps a run's cost: a call that would take the run past the cap is
+    refused (`cost_exceeded`) and does not run; one within it runs."""
+    from tests.runtime.test_runtime_session import inbox_catalogue
+
+    publish(
+        console,
+        actor_for,
+        {
+            "priority": 10,
+            "name": "a small budget",
+            "tool_name_glob": "get_order",
+            "verdict": "cap_cost",
+            "cap_cost_cents": 800,
+        },
+    )
+    catalogue = inbox_catalogue()
+    for tool in catalogue["tools"]:
+        if tool["name"] == "get_order":
+            tool["cost"] = 500
+    ran: list[str] = []
+    with local_client(console) as client:
+        session = client.session("assistant", catalogue=catalogue)
+        guard = Guard(session, tools={"get_order": lambda a: ran.append(a["order_id"]) or a})
+        guard.read("show me order A1")
+        assert guard.call_with("get_order", {"order_id": "A1"}).status == "ran"
+        guard.read("and order A2")
+        over = guard.call_with("get_order", {"order_id": "A2"})
+        assert (over.status, over.reasons) == ("refused", ("cost_exceeded",)), over
+        assert ran == ["A1"]
