@@ -1066,12 +1066,12 @@ class ConnectedSession(LocalSession):
         return result
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
-        if self.runtime.approver is not None:
-            return super().wait_for_approval(check, timeout=timeout, poll=poll)
         try:
             pending = self.runtime.request(_approval_id(check))
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from exc
+        if self.runtime.approver is not None and not self.held(pending.call):
+            return super().wait_for_approval(check, timeout=timeout, poll=poll)
         at = len(self.runtime.history)
         agent = str(pending.call.get("agent") or self.agent)
         # The same call asked again at the same point of the history is one request, as the
@@ -1133,7 +1133,13 @@ class ConnectedSession(LocalSession):
             raise SelectorUnavailableError(
                 f"the console's grant is not for this call at this point: {', '.join(wrong)}"
             )
-        return self.runtime.approve(pending.id)
+        return self.runtime.approve(pending.id, granted=True)
+
+    def held(self, call: Mapping[str, Any]) -> bool:
+        """Whether `call` is a write in a session the console holds now: its yes is then the
+        console's approvers' alone (`wait_for_approval`), never one signed in this process."""
+        runtime_ = self.runtime
+        return runtime_.controls.held_write(runtime_, runtime_.call_of_agent(call))
 
 
 class RemoteSession(Session):

@@ -424,6 +424,18 @@ class BundleControls:
             )
         return decision
 
+    def held_write(self, session: runtime.RuntimeSession, call: Mapping[str, Any]) -> bool:
+        """Whether `call` is a write in a session the console holds now (for the session's agent
+        or the agent making it): its yes is the console's approvers' (`runtime.HeldOnConsole`).
+        `SelectorUnavailableError` where the bundle cannot answer."""
+        known = session.wired.catalogue.tools.get(str(call.get("tool") or ""))
+        if known is not None and known.kind == "read":
+            return False
+        under = self.feed.current()
+        agent = str(call.get("agent") or session.agent)
+        caller = bundle_for(self.feed, agent, session.agent, under)
+        return under.held(session.agent, session.session) or caller.held(agent, session.session)
+
     def blocked(self, session: runtime.RuntimeSession, tool: str, write: bool) -> str | None:
         if write and not self.feed.current().writes_enabled(tool):
             return "writes_disabled"

@@ -340,14 +340,14 @@ class Guard:
         organisation's published firewall first (see `firewalled`)."""
         if isinstance(self.session, ConnectedSession):
             return self._walled_check(tool, arguments, origins, context, token, run_id, thread_id)
-        return self.session.check_tool_call(
+        return self._tool_check(
             tool,
-            dict(arguments),
-            origins=dict(origins) if origins else None,
-            context=self.facts(arguments, context),
+            arguments,
+            origins=origins,
+            context=context,
             token=token,
-            labels=sorted(self.labels) or None,
-            **self._named(run_id, thread_id),
+            run_id=run_id,
+            thread_id=thread_id,
         )
 
     def _walled_check(
@@ -669,6 +669,12 @@ class Guard:
             raise SelectorUnavailableError(
                 f"`{outcome.tool}` is no longer waiting for a person: {check.decision}"
             )
+        if isinstance(session, ConnectedSession) and session.held(
+            {"tool": outcome.tool, "arguments": arguments, "agent": self.agent}
+        ):
+            # A session the console holds: the yes is its approvers', in its queue (the resume
+            # waits for them), never the resume's alone.
+            return session.wait_for_approval(check, timeout=self.wait_timeout)
         return session.approve(check)
 
     def resume(

@@ -92,6 +92,12 @@ class RuntimeError_(Exception):
     """Base of the runtime's own errors (kept apart from Python's RuntimeError)."""
 
 
+class HeldOnConsole(RuntimeError_, PermissionError):
+    """A write in a session the console holds (`session_held`): a person's yes to it is the
+    console's approvers' (its approvals queue, whose signed grant the runtime verifies), never
+    one signed in this process, by the host or its approver."""
+
+
 class SettingsRefused(RuntimeError_):
     """Settings the runtime cannot run with; the message names the setting."""
 
@@ -910,13 +916,17 @@ class RuntimeSession:
             raise KeyError(f"no call of this session is waiting for `{ident}`")
         return found
 
-    def approve(self, approval: str | Decision | Mapping[str, Any]) -> str:
-        """Sign a person's yes to exactly the call asked about, at this point of the history."""
+    def approve(
+        self, approval: str | Decision | Mapping[str, Any], *, granted: bool = False
+    ) -> str:
+        """Sign a person's yes to exactly the call asked about, at this point of the history
+        (`granted`: the console's approvers said it, their grant verified; see `token_for`)."""
         pending = self.request(approval)
         if pending.status != "pending":
             raise PermissionError(f"`{pending.id}` was already {pending.status}")
+        token = self.token_for(pending.call, granted=granted)
         pending.status = "approved"
-        return self.token_for(pending.call)
+        return token
 
     def approve_plan(self, plan: Mapping[str, Any]) -> str:
         """Sign a person's approval of a plan (`{id, steps}`) for this session: each step then
@@ -926,9 +936,23 @@ class RuntimeSession:
     def deny(self, approval: str | Decision | Mapping[str, Any]) -> None:
         self.request(approval).status = "denied"
 
-    def token_for(self, call: Mapping[str, Any]) -> str:
-        """A token for exactly this call at the session's head (the host is the person's yes)."""
+    def token_for(self, call: Mapping[str, Any], *, granted: bool = False) -> str:
+        """A token for exactly this call at the session's head (the host is the person's yes).
+
+        Deciding from the console's bundle, a write in a session the console holds is not signed
+        on the host's word: `HeldOnConsole`, unless `granted` (the console's approvers said yes,
+        and their grant was verified: `ConnectedSession.wait_for_approval`)."""
+        held = getattr(self.controls, "held_write", None)
+        if not granted and held is not None and held(self, self.call_of_agent(call)):
+            raise HeldOnConsole(
+                f"the console holds this session (session_held): a yes to `{call.get('tool')}` "
+                "is given by its approvers, on its Approvals page (wait_for_approval)"
+            )
         return self.wired.check.issue_token(call, session=self.history, head=self.head)
+
+    def call_of_agent(self, call: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`call` naming the agent that makes it (this session's where it names none)."""
+        return call if call.get("agent") or not self.agent else {**call, "agent": self.agent}
 
     def question(self, pending: Pending) -> dict[str, Any]:
         """What a person is shown: the question (from the tool's description and its parameters'

@@ -470,7 +470,12 @@ class Conversation:
     def _run_confirmed(self, call: Mapping[str, Any]) -> tuple[Reply, bool]:
         """The call the person said yes to, checked again with their token; whether it ran."""
         reply = Reply("")
-        token = self.session.token_for(call)
+        try:
+            token = self.session.token_for(call)
+        except PermissionError:
+            # The runtime will not sign this yes (a write in a session the console holds: its
+            # approvers answer it): nothing runs.
+            return self._refused(reply, self.phrases("refused", reasons="session_held")), False
         decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
             text = self.phrases("refused", reasons=", ".join(decision.reasons))

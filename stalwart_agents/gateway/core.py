@@ -990,6 +990,14 @@ class Gateway:
                     f"`{name}` needs a person and the console holds no approval request for it",
                 )
             return await self._queued(session, name, check, reasons)
+        if (
+            isinstance(session, ConnectedSession)
+            and check.approval
+            and session.held({"tool": name, "arguments": forwarded})
+        ):
+            # A write in a session the console holds: its approvers answer, in its queue (its
+            # signed grant verified before this process signs), never the client's person.
+            return await self._queued(session, name, check, reasons)
         text = question(name, forwarded, reasons, check, asked=self.asked(name, forwarded))
         if elicit is not None:
             # A client that never answers (a window closed, a question dropped) does not hold

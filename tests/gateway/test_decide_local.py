@@ -157,6 +157,28 @@ def test_local_deciding_without_a_bundle_key_is_refused_at_start(
     assert code == 1
 
 
+def _approves_the_first_waiting(approvals, answered: list[int] | None = None) -> None:  # noqa: ANN001
+    """An approver on the console: says yes to the first request that waits (for up to 30 s),
+    from a thread of its own (its database connection closed after)."""
+    import threading
+
+    from django.db import connection
+
+    from guard.models import ApprovalRequest
+
+    try:
+        for _ in range(300):
+            pending = ApprovalRequest.objects.filter(status="pending").first()
+            if pending is not None:
+                done = approvals.post(f"/v1/approvals/{pending.public_id}/approve")
+                if answered is not None:
+                    answered.append(done.status_code)
+                return
+            threading.Event().wait(0.1)
+    finally:
+        connection.close()
+
+
 def test_a_confirm_decided_from_the_bundle_waits_in_the_consoles_queue(
     console, approver, client_for, tmp_path, monkeypatch
 ) -> None:  # noqa: ANN001
@@ -164,29 +186,15 @@ def test_a_confirm_decided_from_the_bundle_waits_in_the_consoles_queue(
     once, only after the approver's yes (its signed grant verified here)."""
     import threading
 
-    from guard.models import ApprovalRequest
     from stalwart_agents.gateway import Gateway
 
     monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
     config, calls = _config(tmp_path, monkeypatch)
     approvals = client_for(approver)
 
-    def answer() -> None:
-        from django.db import connection
-
-        try:
-            for _ in range(300):
-                pending = ApprovalRequest.objects.filter(status="pending").first()
-                if pending is not None:
-                    approvals.post(f"/v1/approvals/{pending.public_id}/approve")
-                    return
-                threading.Event().wait(0.1)
-        finally:
-            connection.close()
-
     async def run():  # noqa: ANN202
         async with Gateway(config) as gateway:
-            yes = threading.Thread(target=answer)
+            yes = threading.Thread(target=_approves_the_first_waiting, args=(approvals,))
             yes.start()
             done = await gateway.call_tool("shop.refund_card", {"order_id": "A7", "amount": 7})
             yes.join()
@@ -346,3 +354,49 @@ def test_a_require_approval_of_the_published_policy_asks_the_person_through_elic
     # nobody to ask (no elicitation, no request in the console's queue): refused, as for the file
     assert nobody.is_error and "ask first" in _text(nobody), _text(nobody)
     assert [arguments for _, _, arguments in calls_of(calls)] == [{"order_id": "A1"}]
+
+
+def test_a_write_in_a_session_the_console_holds_goes_to_its_approvers_not_the_clients_person(
+    console, approver, client_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """A hold is the security team's: a write in a held session is not put to the client's
+    person (whose yes the gateway would sign here) but to the console's approvals queue, and runs
+    once, only after the approvers' yes."""
+    import threading
+
+    import mcp
+
+    from console.models import SessionHold
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import build_server
+
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch)
+    person = _Person()
+    approvals = client_for(approver)
+    answered: list[int] = []
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            session = gateway.session.runtime.session
+            await anyio.to_thread.run_sync(
+                lambda: SessionHold.objects.create(
+                    organisation=console["organisation"], agent="desk", session=session, reason="t"
+                )
+            )
+            with anyio.fail_after(10):  # the hold reaches the gateway's bundle
+                while not gateway.session.feed.current().held("desk", session):
+                    await anyio.sleep(0.05)
+            yes = threading.Thread(target=_approves_the_first_waiting, args=(approvals, answered))
+            yes.start()
+            async with mcp.Client(build_server(gateway), elicitation_callback=person) as client:
+                done = await client.call_tool("shop.refund_card", {"order_id": "A7", "amount": 7})
+            yes.join()
+            return done
+
+    done = anyio.run(run)
+    assert not done.is_error, _text(done)
+    assert person.asked == [], "the client's person was asked about a write in a held session"
+    assert answered == [200]
+    refunds = [arguments for _, tool, arguments in calls_of(calls) if tool == "refund_card"]
+    assert refunds == [{"amount": 7, "order_id": "A7"}]

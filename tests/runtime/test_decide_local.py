@@ -1117,3 +1117,91 @@ def test_agent_chat_asks_the_person_where_the_organisations_policy_requires_appr
         assert refused.ran == []
     finally:
         shop._local_client().close()
+
+
+def test_a_write_in_a_session_the_console_holds_is_approved_by_its_approvers_never_here(
+    console,  # noqa: ANN001
+    approver,  # noqa: ANN001
+    client_for,  # noqa: ANN001
+):
+    """A hold is the security team's: deciding from the bundle, a yes to a write in a held
+    session is not signed in this process (not by the host, not by the session's own approver).
+    It goes to the console's queue, and only the approvers' grant lets the write run."""
+    from console.models import SessionHold
+    from guard.models import ApprovalRequest
+    from stalwart_agents.runtime import HeldOnConsole
+
+    asked_here: list[dict] = []
+
+    def yes_here(question: dict) -> bool:
+        asked_here.append(question)
+        return True
+
+    with local_client(console) as client:
+        session = client.session(
+            "assistant",
+            catalogue=inbox_catalogue(),
+            tools={"cancel_refund": lambda refund_id: {"ok": True}},
+            approver=yes_here,
+        )
+        refund_done(session)
+        asked_here.clear()
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="assistant",
+            session=session.id,
+            reason="sequence rule `exfiltration` matched",
+        )
+        until(lambda: "session_held" in undo_check(session).reasons, 2.0)
+        check = undo_check(session)
+        assert check.decision == "confirm"
+        undo = {"refund_id": "R1"}
+        with pytest.raises(HeldOnConsole):
+            session.approve(check)
+        with pytest.raises(HeldOnConsole):
+            session.approve_call("cancel_refund", undo)
+        # The session's own approver is not asked: the console's approvers are.
+        answered: list[int] = []
+
+        def approve() -> None:
+            request = ApprovalRequest.objects.get(source="runtime", status="pending")
+            answered.append(
+                client_for(approver).post(f"/v1/approvals/{request.public_id}/approve").status_code
+            )
+
+        answering = threading.Timer(0.5, closing(approve))
+        answering.start()
+        token = session.wait_for_approval(check, timeout=20, poll=0.1)
+        answering.join()
+        assert answered == [200] and asked_here == []
+        again = session.check_tool_call("cancel_refund", undo, compensation_of=1, token=token)
+        assert (again.decision, again.reasons) == ("allow", ["confirmed"])
+        # A read is not held: it needs no one.
+        assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
+
+
+def test_agent_chat_runs_no_write_in_a_session_the_console_holds_on_the_persons_yes(
+    console,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+):
+    """Deciding from the bundle, a yes said in the conversation does not sign a write in a
+    session the console holds (its approvers answer it): the turn refuses it, nothing runs."""
+    from console.models import SessionHold
+
+    shop = chatting_locally(console, monkeypatch)
+    try:
+        shop.chat("show me order 4411", user="ana", agent="desk")
+        runtime = shop.conversation(user="ana", agent="desk").session
+        SessionHold.objects.create(
+            organisation=console["organisation"],
+            agent="desk",
+            session=runtime.session,
+            reason="sequence rule `exfiltration` matched",
+        )
+        until(lambda: runtime.controls.feed.current().held("desk", runtime.session), 5.0)
+        asked = shop.chat("refund 40 on order 4411", user="ana", agent="desk")
+        assert asked.waiting == "confirm" and asked.ran == [], asked.text
+        said = shop.chat("yes", user="ana", agent="desk")
+        assert said.ran == [] and "session_held" in said.text, said.text
+    finally:
+        shop._local_client().close()
