@@ -19,6 +19,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from console.access import CAPABILITIES, Actor, require
@@ -448,16 +449,22 @@ def approval_deny(*, actor: Actor, request: ApprovalRequest) -> ApprovalRequest:
     return request
 
 
-def approval_queue(*, organisation, limit: int | None = None) -> list[ApprovalRequest]:  # noqa: ANN001
-    """The open requests, oldest first (at most `limit`); requests past their time are marked
-    expired on the way."""
+def open_requests(*, organisation) -> QuerySet[ApprovalRequest]:  # noqa: ANN001
+    """The open requests, oldest first, as a query (to page through); requests past their time
+    are marked expired on the way."""
     now = timezone.now()
     ApprovalRequest.objects.filter(
         organisation=organisation, status="pending", expires_at__lte=now
     ).update(status="expired")
-    queue = (
+    return (
         ApprovalRequest.objects.filter(organisation=organisation, status="pending")
         .select_related("session")
-        .order_by("created_at")
+        .order_by("created_at", "id")
     )
+
+
+def approval_queue(*, organisation, limit: int | None = None) -> list[ApprovalRequest]:  # noqa: ANN001
+    """The open requests, oldest first (at most `limit`); requests past their time are marked
+    expired on the way."""
+    queue = open_requests(organisation=organisation)
     return list(queue if limit is None else queue[:limit])

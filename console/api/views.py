@@ -5,12 +5,12 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console import selectors, services
 from console.access import actor_for_request, get_object_for_actor, require
+from console.api.pagination import Pages
 from console.api.serializers import (
     AuditRowPageSerializer,
     AuditRowSerializer,
@@ -86,7 +86,7 @@ class EventListView(APIView):
         require(actor, "events.read")
         filters = _filter_params(request, selectors.EventFilters)
         qs = selectors.event_list(organisation=actor.organisation, filters=filters)
-        paginator = LimitOffsetPagination()
+        paginator = Pages()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(EventSerializer(page, many=True).data)
 
@@ -115,7 +115,7 @@ class AuditListView(APIView):
         require(actor, "audit.read")
         filters = _filter_params(request, selectors.AuditFilters)
         qs = selectors.audit_list(organisation=actor.organisation, filters=filters)
-        paginator = LimitOffsetPagination()
+        paginator = Pages()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(AuditRowSerializer(page, many=True).data)
 

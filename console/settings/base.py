@@ -199,7 +199,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "console.api.pagination.Pages",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "console.api.errors.exception_handler",
     # JSON only; the rulebook views also take a file (console.api.parsers.WITH_FILES).

@@ -304,11 +304,19 @@ class ApprovalListView(APIView):
         operation_id="approvals_list", parameters=[ORG_PARAM], responses=OpenApiTypes.OBJECT
     )
     def get(self, request):  # noqa: ANN001, ANN201
-        """The open requests, oldest first (tokens are never listed here)."""
+        """The open requests, oldest first, a page at a time (`?limit=`, at most 500, and
+        `?offset=`; tokens are never listed here)."""
+        from console.api.pagination import Pages
+
         actor = actor_for_request(request)
         require(actor, "approvals.read")
-        queue = approvals.approval_queue(organisation=actor.organisation)
-        return Response({"results": [{**_approval_json(i), "token": None} for i in queue]})
+        paginator = Pages()
+        page = paginator.paginate_queryset(
+            approvals.open_requests(organisation=actor.organisation), request, view=self
+        )
+        return paginator.get_paginated_response(
+            [{**_approval_json(item), "token": None} for item in page]
+        )
 
     @extend_schema(
         operation_id="approvals_file",

@@ -351,3 +351,38 @@ def test_a_malformed_or_huge_filter_is_refused_by_name_not_a_500(
 def test_a_glob_of_only_stars_still_matches_every_tool(feed, auditor, client_for):
     body = client_for(auditor).get("/v1/events", {"tool": "*" * 100}).json()
     assert len(body["results"]) == len(feed)
+
+
+def test_a_list_api_answers_a_page_of_at_most_500_whatever_limit_is_asked(
+    organisation, auditor, approver, client_for
+):
+    """`?limit=` of the events, audit and approvals lists is capped: a client asking a billion
+    gets a page of 500 and the link to the next, never the organisation's whole table at once."""
+    from guard.models import ApprovalRequest
+
+    Event.objects.bulk_create(
+        [
+            Event(organisation=organisation, source="firewall", decision="allow", tool=f"t{i}")
+            for i in range(520)
+        ]
+    )
+    feed = client_for(auditor).get("/v1/events?limit=1000000000").json()
+    assert (feed["count"], len(feed["results"])) == (520, 500) and feed["next"], feed["next"]
+    later = timezone.now() + dt.timedelta(hours=1)
+    ApprovalRequest.objects.bulk_create(
+        [
+            ApprovalRequest(
+                organisation=organisation,
+                agent="desk",
+                tool="refund_card",
+                call={"tool": "refund_card", "arguments": {"n": i}},
+                requested_by="runtime",
+                expires_at=later,
+            )
+            for i in range(520)
+        ]
+    )
+    queue = client_for(approver).get("/v1/approvals?limit=1000000000").json()
+    assert (queue["count"], len(queue["results"])) == (520, 500) and queue["next"]
+    first = client_for(approver).get("/v1/approvals").json()
+    assert (first["count"], len(first["results"])) == (520, 50)  # the default page
