@@ -969,6 +969,9 @@ def notify_secret_rotate(*, actor: Actor) -> OrganisationSettings:
 def hold_release(*, actor: Actor, hold) -> None:  # noqa: ANN001
     """Let the writes of a held session run without a person again."""
     require(actor, "controls.write")
+    # Read again under the row's lock: of two releases at once, the second finds it released
+    # (one release, one audit row).
+    hold = type(hold).objects.select_for_update().get(pk=hold.pk)
     if hold.released_at is not None:
         return
     hold.released_at, hold.released_by = timezone.now(), actor.label
@@ -989,6 +992,7 @@ def hold_release(*, actor: Actor, hold) -> None:  # noqa: ANN001
 def tool_enable(*, actor: Actor, switch) -> None:  # noqa: ANN001
     """Turn back on a tool that a sequence alert switched off for an agent."""
     require(actor, "controls.write")
+    switch = type(switch).objects.select_for_update().get(pk=switch.pk)  # as `hold_release`
     if switch.enabled_at is not None:
         return
     switch.enabled_at, switch.enabled_by = timezone.now(), actor.label

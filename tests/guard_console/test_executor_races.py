@@ -425,3 +425,24 @@ def test_a_secondary_step_runs_once_while_the_reconciler_runs(editor, organisati
     # executor that is running it, and runs it only if that failed.
     assert len(AUDITED) == 1, AUDITED
     assert PendingStep.objects.get().status == "done"
+
+
+def test_a_hold_released_twice_at_once_is_released_once_and_audited_once(key, organisation):
+    """Two releases of one hold (two people on the dashboard, a retried request): one releases it
+    and writes its audit row; the other finds it released. The same for a tool turned back on."""
+    from console.models import AuditRow, SessionHold, ToolSwitch
+
+    hold = SessionHold.objects.create(
+        organisation=organisation, agent="till", session="s-1", reason="a sequence rule matched"
+    )
+    url = f"/v1/controls/holds/{hold.pk}/release"
+    first, second = _while_locked(key, hold, [(url, {}), (url, {})])
+    assert (first.status, second.status) == (200, 200), (first.answer, second.answer)
+    assert AuditRow.objects.filter(action="control.hold.release").count() == 1
+    switch = ToolSwitch.objects.create(
+        organisation=organisation, agent="till", tool="pay", reason="a sequence rule matched"
+    )
+    url = f"/v1/controls/switches/{switch.pk}/enable"
+    first, second = _while_locked(key, switch, [(url, {}), (url, {})])
+    assert (first.status, second.status) == (200, 200), (first.answer, second.answer)
+    assert AuditRow.objects.filter(action="control.tool.enable").count() == 1
