@@ -461,10 +461,3 @@ def open_requests(*, organisation) -> QuerySet[ApprovalRequest]:  # noqa: ANN001
         .select_related("session")
         .order_by("created_at", "id")
     )
-
-
-def approval_queue(*, organisation, limit: int | None = None) -> list[ApprovalRequest]:  # noqa: ANN001
-    """The open requests, oldest first (at most `limit`); requests past their time are marked
-    expired on the way."""
-    queue = open_requests(organisation=organisation)
-    return list(queue if limit is None else queue[:limit])

@@ -71,15 +71,9 @@ QUEUE_SHOWN = 50
 
 
 def _context(actor) -> dict:  # noqa: ANN001
-    queue = approvals.approval_queue(organisation=actor.organisation, limit=QUEUE_SHOWN)
-    more = 0
-    if len(queue) == QUEUE_SHOWN:
-        more = (
-            ApprovalRequest.objects.filter(
-                organisation=actor.organisation, status="pending"
-            ).count()
-            - QUEUE_SHOWN
-        )
+    waiting = approvals.open_requests(organisation=actor.organisation)
+    queue = list(waiting[:QUEUE_SHOWN])
+    more = waiting.count() - QUEUE_SHOWN if len(queue) == QUEUE_SHOWN else 0
     answered = (
         ApprovalRequest.objects.filter(organisation=actor.organisation)
         .exclude(status="pending")

@@ -1138,8 +1138,7 @@ class ConnectedSession(LocalSession):
     def held(self, call: Mapping[str, Any]) -> bool:
         """Whether `call` is a write in a session the console holds now: its yes is then the
         console's approvers' alone (`wait_for_approval`), never one signed in this process."""
-        runtime_ = self.runtime
-        return runtime_.controls.held_write(runtime_, runtime_.call_of_agent(call))
+        return self.runtime.controls.held_write(self.runtime, call)
 
 
 class RemoteSession(Session):

@@ -943,16 +943,12 @@ class RuntimeSession:
         on the host's word: `HeldOnConsole`, unless `granted` (the console's approvers said yes,
         and their grant was verified: `ConnectedSession.wait_for_approval`)."""
         held = getattr(self.controls, "held_write", None)
-        if not granted and held is not None and held(self, self.call_of_agent(call)):
+        if not granted and held is not None and held(self, call):
             raise HeldOnConsole(
                 f"the console holds this session (session_held): a yes to `{call.get('tool')}` "
                 "is given by its approvers, on its Approvals page (wait_for_approval)"
             )
         return self.wired.check.issue_token(call, session=self.history, head=self.head)
-
-    def call_of_agent(self, call: Mapping[str, Any]) -> Mapping[str, Any]:
-        """`call` naming the agent that makes it (this session's where it names none)."""
-        return call if call.get("agent") or not self.agent else {**call, "agent": self.agent}
 
     def question(self, pending: Pending) -> dict[str, Any]:
         """What a person is shown: the question (from the tool's description and its parameters'

@@ -993,10 +993,14 @@ class Gateway:
         if (
             isinstance(session, ConnectedSession)
             and check.approval
-            and session.held({"tool": name, "arguments": forwarded})
+            and (
+                (elicit is None and not input_required)
+                or session.held({"tool": name, "arguments": forwarded})
+            )
         ):
-            # A write in a session the console holds: its approvers answer, in its queue (its
-            # signed grant verified before this process signs), never the client's person.
+            # Decided here from the console's bundle, with no client to ask, or a write in a
+            # session the console holds (its approvers answer it, never the client's person): the
+            # console's queue answers, its signed grant verified before this process signs.
             return await self._queued(session, name, check, reasons)
         text = question(name, forwarded, reasons, check, asked=self.asked(name, forwarded))
         if elicit is not None:
@@ -1017,10 +1021,6 @@ class Gateway:
             if not accepted(answer):
                 raise Refusal(reasons, f"`{name}` was not approved: the person said no")
             return self._token(check, name, forwarded)
-        if isinstance(session, ConnectedSession) and check.approval and not input_required:
-            # Decided here from the console's bundle, with no client to ask: the console's queue
-            # answers, and its signed grant is verified before this process signs the token.
-            return await self._queued(session, name, check, reasons)
         if input_required:
             self._expire()
             state = secrets.token_urlsafe(24)
