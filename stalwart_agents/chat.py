@@ -34,7 +34,7 @@ from guard.engine.decision import ALLOW, CONFIRM, REFUSE, Decision
 from guard.engine.execution import ExecutionContext, Replayed
 from router.engine.conversation import GateAnswer
 from stalwart_agents.client import SelectorUnavailableError, Tool, execute_here
-from stalwart_agents.door_firewall import cleaned_arguments
+from stalwart_agents.door_firewall import cleaned_arguments, firewall_rule
 
 #: The tenant of a conversation run in this process (an argument naming another is blocked).
 LOCAL_TENANT = "local"
@@ -136,7 +136,7 @@ def firewall_gate(
     """
 
     def answer_of(answer: Any) -> tuple[Any, tuple[str, ...], dict[str, Any], str]:
-        named = answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict)
+        named = firewall_rule(answer)
         detail = {"verdict": answer.verdict, "reasons": list(answer.reasons)}
         return answer, (f"firewall: {named}",), detail, answer.rule or "firewall"
 

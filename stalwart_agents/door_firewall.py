@@ -53,6 +53,11 @@ def published(found: Any) -> bool:
     return isinstance(firewall, Mapping) and firewall.get("version") is not None
 
 
+def firewall_rule(answer: Any) -> str:
+    """What names a firewall answer in reasons: its rule, else its first reason, else verdict."""
+    return str(answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict))
+
+
 def decision_of(result: Mapping[str, Any]) -> Any:
     """`POST /v1/firewall/evaluate`'s answer (`ConnectedSession.evaluate`'s) as a `Decision`."""
     from firewall.engine import VERDICTS, Decision
@@ -171,6 +176,21 @@ class BothFirewalls:
         if not answers:
             return None
         return combined([answers[index] for index in sorted(answers)], arguments)
+
+
+class Heard:
+    """A door's own firewall file that keeps its last answer (None before it is asked, or where
+    it said nothing), so the door reports what its own file decided: the organisation's answer
+    is recorded by `ConnectedSession.evaluate`, and reported again it would reach the feed (and
+    its sequence rules) twice. One per call: the answer is the call's."""
+
+    def __init__(self, gate: Firewall) -> None:
+        self.gate = gate
+        self.answer: Any = None
+
+    def evaluate(self, call: Mapping[str, Any], *, destination: str | None = None) -> Any:
+        self.answer = self.gate.evaluate(call, destination=destination)
+        return self.answer
 
 
 def door_firewall(own: Firewall | None, session: Any) -> Firewall | None:

@@ -58,7 +58,7 @@ from stalwart_agents.client import (
     Session,
     _check_of,
 )
-from stalwart_agents.door_firewall import cleaned_arguments, door_firewall
+from stalwart_agents.door_firewall import cleaned_arguments, door_firewall, firewall_rule
 from stalwart_agents.facts import Context, facts_of
 
 RAN, CONFIRM, REFUSED, FAILED = "ran", "confirm", "refused", "failed"
@@ -85,11 +85,6 @@ class Walled:
     answer: Any
     arguments: dict[str, Any]
     at: float
-
-
-def firewall_rule(answer: Any) -> str:
-    """What names a firewall answer in reasons: its rule, else its first reason, else verdict."""
-    return str(answer.rule or (answer.reasons[0] if answer.reasons else answer.verdict))
 
 
 class CallRefused(Exception):

@@ -63,7 +63,12 @@ from stalwart_agents.client import (
     SelectorUnavailableError,
     Session,
 )
-from stalwart_agents.door_firewall import cleaned_arguments, door_firewall
+from stalwart_agents.door_firewall import (
+    Heard,
+    cleaned_arguments,
+    door_firewall,
+    firewall_rule,
+)
 
 from . import catalogue as catalogue_builder
 from . import pins as pinning
@@ -873,18 +878,22 @@ class Gateway:
                 ["selector_unavailable"], f"the console refused the check: {exc}"
             ) from None
 
-    def _firewall(self, name: str, arguments: Mapping[str, Any]) -> Any:
+    def _firewall(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
         """The firewall's answer: gateway.yaml's file and, deciding from the console's bundle,
-        the organisation's published policy (`door_firewall`), or None where none decides."""
+        the organisation's published policy (`door_firewall`), or None where none decides; and
+        beside it the file's own answer (what the gateway reports: the organisation's is in the
+        decision log already)."""
         if self.firewall_error is not None:
             raise Unchecked(["firewall_unavailable"], self.firewall_error)
-        firewall = door_firewall(self.firewall, self.session)
+        own = Heard(self.firewall) if self.firewall is not None else None
+        firewall = door_firewall(own, self.session)
         if firewall is None:
-            return None
+            return None, None
         try:
-            return firewall.evaluate({"tool": name, "arguments": dict(arguments)})
+            verdict = firewall.evaluate({"tool": name, "arguments": dict(arguments)})
         except SelectorUnavailableError as exc:
             raise Unchecked(["firewall_unavailable"], str(exc)) from None
+        return verdict, own.answer if own is not None else None
 
     @staticmethod
     def _cleaned(verdict: Any, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -903,9 +912,9 @@ class Gateway:
         # check's own refusal as before (`unanswered` is raised below, once the call is checked).
         unanswered = None
         try:
-            verdict = self._firewall(name, arguments)
+            verdict, own = self._firewall(name, arguments)
         except Refusal as exc:
-            verdict, unanswered = None, exc
+            verdict, own, unanswered = None, None, exc
         if (
             entry is not None
             and unanswered is None
@@ -934,16 +943,16 @@ class Gateway:
         forwarded = arguments
         reasons = list(check.reasons) if check.decision == "confirm" else []
         if verdict is not None:
-            rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
-            if self.reporter is not None and verdict.verdict != "allow":
+            rule = firewall_rule(verdict)
+            if self.reporter is not None and own is not None and own.verdict != "allow":
                 self.reporter.note(
                     {
                         "kind": "firewall",
                         "server": name.partition(".")[0],
                         "tool": name,
-                        "decision": verdict.decision,
-                        "verdict": str(verdict.verdict)[:32],
-                        "rule": str(rule)[:200],
+                        "decision": own.decision,
+                        "verdict": str(own.verdict)[:32],
+                        "rule": str(firewall_rule(own))[:200],
                         "session": str(getattr(self.session, "id", ""))[:128],
                     }
                 )
@@ -1116,11 +1125,11 @@ class Gateway:
         self._entry(name)
         if not asked:
             return
-        verdict = self._firewall(name, arguments)
+        verdict, _ = self._firewall(name, arguments)
         if verdict is None:
             return
         if verdict.decision == "refuse" or self._cleaned(verdict, arguments) is not None:
-            rule = verdict.rule or (verdict.reasons[0] if verdict.reasons else verdict.verdict)
+            rule = firewall_rule(verdict)
             raise Unchecked(
                 [f"firewall: {rule}"],
                 f"`{name}` is denied by the firewall, which changed while the person was asked",

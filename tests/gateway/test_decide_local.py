@@ -10,12 +10,13 @@ each decision reaches the console's feed through the decision-log spool, once.
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
 import pytest
 
-from tests.gateway.conftest import calls_of, server_block
+from tests.gateway.conftest import FIREWALL, calls_of, server_block
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,7 +44,7 @@ def console(live_server, admin, organisation, actor_for, settings, tmp_path, mon
     time.sleep(CONSOLE_WAIT + 0.3)
 
 
-def _config(tmp_path, monkeypatch, name: str = "gateway"):  # noqa: ANN001, ANN202
+def _config(tmp_path, monkeypatch, name: str = "gateway", *, firewall: dict | None = None):  # noqa: ANN001, ANN202
     from stalwart_agents import cli
     from stalwart_agents.gateway import load_config
 
@@ -51,8 +52,14 @@ def _config(tmp_path, monkeypatch, name: str = "gateway"):  # noqa: ANN001, ANN2
     calls.write_text("", encoding="utf-8")
     monkeypatch.setenv("GATEWAY_TEST_CALLS", str(calls))
     path = tmp_path / f"{name}.yaml"
+    own = ""
+    if firewall is not None:
+        (tmp_path / "firewall.json").write_text(json.dumps(firewall), encoding="utf-8")
+        own = "firewall: ./firewall.json\n"
     path.write_text(
-        "agent: desk\nconsole: {decide: local, bundle_key_env: GW_BUNDLE_KEY}\nservers:\n"
+        "agent: desk\nconsole: {decide: local, bundle_key_env: GW_BUNDLE_KEY}\n"
+        + own
+        + "servers:\n"
         + server_block("shop"),
         encoding="utf-8",
     )
@@ -278,6 +285,50 @@ def test_the_organisations_published_policy_gates_a_tools_call_decided_from_the_
     assert sorted((e.decision, e.verdict, e.rule) for e in decided) == [
         ("allow", "", ""),
         ("refuse", "deny", "no lookups"),
+    ]
+    # ... and only there: the gateway's own report (sent as it stopped) does not repeat the
+    # organisation's deny, which sequence rules would otherwise count twice
+    reported = Event.objects.filter(organisation=console["organisation"], source="gateway")
+    assert [(e.tool, e.verdict) for e in reported] == []
+
+
+def test_the_files_deny_is_reported_by_the_gateway_and_the_organisations_by_the_runtime(
+    console, actor_for, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    """gateway.yaml's own firewall file and the published policy both decide: each deny reaches
+    the feed once, the file's as the gateway's report (source `gateway`, its rule), the
+    organisation's from the decision log (source `runtime`), never both for one call."""
+    import mcp
+
+    from console.models import Event
+    from stalwart_agents.gateway import Gateway
+    from stalwart_agents.gateway.server import build_server
+
+    _publish(console, actor_for, NO_LOOKUPS)
+    monkeypatch.setenv("GW_BUNDLE_KEY", console["public"])
+    config, calls = _config(tmp_path, monkeypatch, firewall=FIREWALL)
+    assert config.firewall is not None
+
+    async def run():  # noqa: ANN202
+        async with Gateway(config) as gateway:
+            assert gateway.reporter is not None
+            async with mcp.Client(build_server(gateway)) as client:
+                by_org = await client.call_tool("shop.get_order", {"order_id": "A1"})
+                by_file = await client.call_tool("shop.close_account", {"customer_id": "C1"})
+            spool = gateway.client.decision_log()
+            with anyio.fail_after(20):
+                while spool.pending():
+                    await anyio.sleep(0.1)
+            return by_org, by_file
+
+    by_org, by_file = anyio.run(run)  # the gateway's last report is sent as it stops
+    assert by_org.is_error and "no lookups" in _text(by_org), _text(by_org)
+    assert by_file.is_error and "no account closing" in _text(by_file), _text(by_file)
+    assert calls_of(calls) == []
+    denies = Event.objects.filter(organisation=console["organisation"], decision="refuse")
+    assert sorted((e.source, e.tool, e.rule) for e in denies if e.verdict == "deny") == [
+        ("gateway", "shop.close_account", "no account closing"),
+        ("runtime", "shop.get_order", "no lookups"),
     ]
 
 
