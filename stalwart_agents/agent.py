@@ -414,7 +414,7 @@ class Agent:
         connected), the firewall as its gate, the executor over the file's modules."""
         from router import engine as router_engine
         from stalwart_agents import runtime
-        from stalwart_agents.chat import ChatExecutor, firewall_gate
+        from stalwart_agents.chat import ChatExecutor, console_asker, firewall_gate
         from stalwart_agents.client import ConnectedSession
         from stalwart_agents.console_settings import ConsoleSettings, console_settings
         from stalwart_agents.door_firewall import door_firewall
@@ -480,10 +480,11 @@ class Agent:
                     sink=local.decision_log(),
                     **common,
                 )
-                # The organisation's published firewall gates the turn with the file's.
-                firewall = door_firewall(
-                    self.firewall, ConnectedSession(session, client=local, feed=feed)
-                )
+                # The organisation's published firewall gates the turn with the file's; a write
+                # in a session the console holds is put to its approvers, in its queue.
+                connected = ConnectedSession(session, client=local, feed=feed)
+                firewall = door_firewall(self.firewall, connected)
+                options["ask_console"] = console_asker(connected)
             else:
                 session = runtime.RuntimeSession(self._wired(own), agent or "", **common)
                 firewall = self.firewall

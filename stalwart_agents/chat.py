@@ -173,6 +173,34 @@ def firewall_gate(
     return gate
 
 
+def console_asker(session: Any) -> Callable[[Any], tuple[str, str]]:
+    """A conversation's `ask_console` over a `ConnectedSession`: the confirm's call filed in the
+    console's queue once (`wait_for_approval`, which asks the same call at the same point only
+    once), and its approvers' answer as it stands, without waiting: `("approved", token)` once
+    their grant verified, `("waiting", request id)`, or `("refused", reason)`."""
+    from stalwart_agents.client import (
+        ApprovalDenied,
+        ApprovalTimeout,
+        SelectorUnavailableError,
+    )
+
+    def ask(asked: Any) -> tuple[str, str]:
+        approval = str(asked.detail.get("approval") or "")  # the runtime's pending call
+        if not approval:
+            return "refused", "session_held"
+        try:
+            request = session.file_request(approval)
+            return "approved", session.wait_for_approval(approval, timeout=0, poll=0)
+        except ApprovalTimeout:
+            return "waiting", request
+        except ApprovalDenied:
+            return "refused", "approval_denied"
+        except SelectorUnavailableError:
+            return "refused", "selector_unavailable"
+
+    return ask
+
+
 def takes_context(function: Callable[..., Any]) -> bool:
     """Whether a tool function is written `(arguments, context)` (the executor's own form)."""
     try:

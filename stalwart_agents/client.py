@@ -1066,17 +1066,60 @@ class ConnectedSession(LocalSession):
         return result
 
     def wait_for_approval(self, check, *, timeout=300.0, poll=1.0) -> str:  # noqa: ANN001
-        try:
-            pending = self.runtime.request(_approval_id(check))
-        except KeyError as exc:
-            raise ValueError(str(exc.args[0])) from exc
+        pending = self._pending(check)
         if self.runtime.approver is not None and not self.held(pending.call):
             return super().wait_for_approval(check, timeout=timeout, poll=poll)
-        at = len(self.runtime.history)
+        agent, asked = self._asked(pending)
+        filed = self.file_request(check)
+        try:
+            token = _console_answer(self.client, filed, timeout=timeout, poll=poll)
+        except ApprovalDenied:
+            self._filed.pop(asked, None)  # asked again, it is a new question
+            self.runtime.deny(pending.id)
+            raise
+        try:
+            grant = connected.bundles.verify_grant(token, self.feed.key)
+        except connected.bundles.BundleRefused as exc:
+            raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
+        wanted = {
+            "approval": filed,
+            "agent": agent,
+            "session": self.id,
+            "call": connected.bundles.call_digest({**pending.call, "agent": agent}),
+            # The person approved the call at the point it was asked at: a session that went on
+            # meanwhile would sign the token at another point, which nobody approved.
+            "history_at": len(self.runtime.history),
+        }
+        wrong = sorted(name for name, value in wanted.items() if grant.get(name) != value)
+        expires = grant.get("expires_at")
+        if not isinstance(expires, (int, float)) or expires < time.time():
+            wrong.append("expires_at")
+        if wrong:
+            raise SelectorUnavailableError(
+                f"the console's grant is not for this call at this point: {', '.join(wrong)}"
+            )
+        return self.runtime.approve(pending.id, granted=True)
+
+    def _pending(self, check: Any) -> Any:
+        try:
+            return self.runtime.request(_approval_id(check))
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from exc
+
+    def _asked(self, pending: Any) -> tuple[str, tuple[str, int]]:
+        """The agent making the pending call, and the call's key among the requests filed: the
+        same call asked again at the same point of the history is one request, as the console's
+        check files one (`approvals._asked_already`), and its answer answers both."""
         agent = str(pending.call.get("agent") or self.agent)
-        # The same call asked again at the same point of the history is one request, as the
-        # console's check files one (`approvals._asked_already`): its answer answers both.
-        asked = (connected.bundles.call_digest({**pending.call, "agent": agent}), at)
+        digest = connected.bundles.call_digest({**pending.call, "agent": agent})
+        return agent, (digest, len(self.runtime.history))
+
+    def file_request(self, check: Any) -> str:
+        """The id of the console's approval request for the call `check` put to a person, filed
+        in its queue the first time it is asked about at this point of the history."""
+        pending = self._pending(check)
+        agent, asked = self._asked(pending)
+        at = asked[1]
         filed = self._filed.get(asked)
         if filed is None:
             detail = pending.decision.detail
@@ -1106,34 +1149,7 @@ class ConnectedSession(LocalSession):
                 },
             )
             filed = self._filed[asked] = str(answer["id"])
-        try:
-            token = _console_answer(self.client, filed, timeout=timeout, poll=poll)
-        except ApprovalDenied:
-            self._filed.pop(asked, None)  # asked again, it is a new question
-            self.runtime.deny(pending.id)
-            raise
-        try:
-            grant = connected.bundles.verify_grant(token, self.feed.key)
-        except connected.bundles.BundleRefused as exc:
-            raise SelectorUnavailableError(f"the console's answer does not verify: {exc}") from exc
-        wanted = {
-            "approval": filed,
-            "agent": agent,
-            "session": self.id,
-            "call": connected.bundles.call_digest({**pending.call, "agent": agent}),
-            # The person approved the call at the point it was asked at: a session that went on
-            # meanwhile would sign the token at another point, which nobody approved.
-            "history_at": len(self.runtime.history),
-        }
-        wrong = sorted(name for name, value in wanted.items() if grant.get(name) != value)
-        expires = grant.get("expires_at")
-        if not isinstance(expires, (int, float)) or expires < time.time():
-            wrong.append("expires_at")
-        if wrong:
-            raise SelectorUnavailableError(
-                f"the console's grant is not for this call at this point: {', '.join(wrong)}"
-            )
-        return self.runtime.approve(pending.id, granted=True)
+        return filed
 
     def held(self, call: Mapping[str, Any]) -> bool:
         """Whether `call` is a write in a session the console holds now: its yes is then the

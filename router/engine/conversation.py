@@ -122,6 +122,11 @@ class GateAnswer:
 
 Gate = Callable[[Mapping[str, Any], bool], "GateAnswer | None"]
 
+#: What the console's approvers said of a write in a session the console holds, asked with the
+#: confirm that put it to the person: `("approved", token)`, `("waiting", request id)`, or
+#: `("refused", reason)` (denied, expired, or a console that cannot answer: nothing runs).
+AskConsole = Callable[[Decision], tuple[str, str]]
+
 
 @dataclass
 class Reply:
@@ -196,7 +201,9 @@ class Conversation:
     `model` is the agent's model adapter, if it has one; `organisation_on_unread` is the
     organisation's setting (or a function giving it), taken at the first turn; `sandbox` runs a
     calculation's function; `context` the facts the application reports; `gate(call, confirmed)`
-    the host's check after the tool check, named `gate_name` in the reply's checks.
+    the host's check after the tool check, named `gate_name` in the reply's checks; `ask_console`
+    (`AskConsole`) files a write the runtime will not sign on the person's yes (a session the
+    console holds) in the console's queue, and gives its approvers' answer.
     """
 
     def __init__(
@@ -218,8 +225,10 @@ class Conversation:
         gate: Gate | None = None,
         gate_name: str = "gate",
         runtime: Any = None,
+        ask_console: AskConsole | None = None,
     ) -> None:
         self.router = router
+        self.ask_console = ask_console
         self.executor = executor
         self.gate = gate
         self.gate_name = gate_name
@@ -251,6 +260,7 @@ class Conversation:
         self.plans: list[Plan] = []
         self._asked_again = False
         self._pending_call: dict[str, Any] | None = None
+        self._pending_asked: Decision | None = None  # the confirm that put it to the person
         # The calls a model asked for after the one waiting for the person, in the same run.
         self._pending_rest: list[dict[str, Any]] = []
         self._pending_model_turn: str | None = None
@@ -283,8 +293,13 @@ class Conversation:
         if self._pending_call is not None:
             call, self._pending_call = self._pending_call, None
             rest, self._pending_rest = self._pending_rest, []
+            asked, self._pending_asked = self._pending_asked, None
             if answer == "yes":
-                reply, ok = self._run_confirmed(call)
+                reply, ok = self._run_confirmed(call, asked)
+                if reply.waiting == "console":  # the console's approvers have not answered yet
+                    self._pending_call, self._pending_asked = call, asked
+                    self._pending_rest = rest
+                    return reply
                 if ok and rest:
                     texts = [reply.text]
                     self._model_calls(rest, reply, texts)
@@ -382,7 +397,7 @@ class Conversation:
                 reply, self.phrases("refused", reasons=", ".join(decision.reasons))
             )
         if decision.decision == CONFIRM:
-            self._pending_call = call
+            self._pending_call, self._pending_asked = call, decision
             reply.waiting = "confirm"
             planned = call == plan.call  # else the gate cleaned it: show the call that runs
             reply.text = (plan.question if planned else None) or self._question(
@@ -467,15 +482,27 @@ class Conversation:
             return False
         return self._execute(call, reply)
 
-    def _run_confirmed(self, call: Mapping[str, Any]) -> tuple[Reply, bool]:
-        """The call the person said yes to, checked again with their token; whether it ran."""
+    def _run_confirmed(self, call: Mapping[str, Any], asked: Decision | None) -> tuple[Reply, bool]:
+        """The call the person said yes to, checked again with their token; whether it ran. A
+        reply `waiting` for the console: its approvers have the call and have not answered."""
         reply = Reply("")
         try:
             token = self.session.token_for(call)
         except PermissionError:
-            # The runtime will not sign this yes (a write in a session the console holds: its
-            # approvers answer it): nothing runs.
-            return self._refused(reply, self.phrases("refused", reasons="session_held")), False
+            # The runtime will not sign this yes (a write in a session the console holds): its
+            # approvers answer it, in the console's queue; until they say yes nothing runs.
+            if self.ask_console is None or asked is None:
+                return self._refused(reply, self.phrases("refused", reasons="session_held")), False
+            state, value = self.ask_console(asked)
+            if state == "waiting":
+                reply.waiting = "console"
+                reply.text = self.phrases(
+                    "held_on_console", action=self._action(str(call["tool"])), request=value
+                )
+                return reply, False
+            if state != "approved":
+                return self._refused(reply, self.phrases("refused", reasons=value)), False
+            token = value
         decision, call = self._decide(dict(call), reply, token=token)
         if decision.decision != ALLOW:
             text = self.phrases("refused", reasons=", ".join(decision.reasons))
@@ -546,7 +573,7 @@ class Conversation:
                 texts.append(reply.text)
                 return
             if decision.decision == CONFIRM:
-                self._pending_call = call
+                self._pending_call, self._pending_asked = call, decision
                 self._pending_rest = calls[position + 1 :]
                 reply.waiting = "confirm"
                 texts.append(self._question(call, None))

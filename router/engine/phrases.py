@@ -62,6 +62,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "result": "{action}: {result}.",
         "refused": "That was not done: {reasons}.",
         "cancelled": "OK, I did not {action}.",
+        "held_on_console": "This conversation is held by the security team: before I {action}, "
+        "their approvers must say yes on the console (request {request}). Say yes again once "
+        "they have.",
         "model_refused": "OK, I will not pass it on.",
         "model_unavailable": "Sorry, I can't help with that: the model could not answer "
         "({reason}). Nothing was run.",
@@ -107,6 +110,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "result": "{action}: {result}.",
         "refused": "Isso não foi feito: {reasons}.",
         "cancelled": "Certo, não vou {action}.",
+        "held_on_console": "Esta conversa está retida pela equipe de segurança: antes de "
+        "{action}, os aprovadores precisam dizer sim no console (pedido {request}). Diga sim de "
+        "novo quando tiverem respondido.",
         "model_refused": "Certo, não vou repassar.",
         "model_unavailable": "Desculpe, não posso ajudar com isso: o modelo não respondeu "
         "({reason}). Nada foi executado.",

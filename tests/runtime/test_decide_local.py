@@ -7,6 +7,8 @@ does not verify, or a console that is gone long enough, makes every check fail c
 
 from __future__ import annotations
 
+import copy
+import sys
 import threading
 import time
 from pathlib import Path
@@ -1180,28 +1182,75 @@ def test_a_write_in_a_session_the_console_holds_is_approved_by_its_approvers_nev
         assert session.check_tool_call("get_order", {"order_id": "A1"}).decision == "allow"
 
 
-def test_agent_chat_runs_no_write_in_a_session_the_console_holds_on_the_persons_yes(
-    console,  # noqa: ANN001
-    monkeypatch,  # noqa: ANN001
-):
-    """Deciding from the bundle, a yes said in the conversation does not sign a write in a
-    session the console holds (its approvers answer it): the turn refuses it, nothing runs."""
+def _chat_held(console, monkeypatch):  # noqa: ANN001, ANN202
+    """The shop's agent deciding from the bundle, Ana's conversation held by the console, and a
+    refund she asked for and said yes to: what that yes answered."""
     from console.models import SessionHold
 
     shop = chatting_locally(console, monkeypatch)
+    shop.chat("show me order 4411", user="ana", agent="desk")
+    orders = sys.modules["shop.tools"].ORDERS  # the refund changes it: put back after the test
+    monkeypatch.setitem(orders, "4411", copy.deepcopy(orders["4411"]))
+    runtime = shop.conversation(user="ana", agent="desk").session
+    SessionHold.objects.create(
+        organisation=console["organisation"],
+        agent="desk",
+        session=runtime.session,
+        reason="sequence rule `exfiltration` matched",
+    )
+    until(lambda: runtime.controls.feed.current().held("desk", runtime.session), 5.0)
+    asked = shop.chat("refund 40 on order 4411", user="ana", agent="desk")
+    assert asked.waiting == "confirm" and asked.ran == [], asked.text
+    return shop, shop.chat("yes", user="ana", agent="desk")
+
+
+def test_agent_chat_sends_a_held_write_to_the_consoles_queue_not_the_persons_yes(
+    console,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+    approver,  # noqa: ANN001
+    client_for,  # noqa: ANN001
+):
+    """Deciding from the bundle, a yes said in the conversation does not sign a write in a
+    session the console holds: the write is filed in the console's queue, the reply says so and
+    nothing runs; once the console's approvers said yes, the person's next yes runs it, once."""
+    from guard.models import ApprovalRequest
+
+    shop, said = _chat_held(console, monkeypatch)
     try:
-        shop.chat("show me order 4411", user="ana", agent="desk")
-        runtime = shop.conversation(user="ana", agent="desk").session
-        SessionHold.objects.create(
-            organisation=console["organisation"],
-            agent="desk",
-            session=runtime.session,
-            reason="sequence rule `exfiltration` matched",
-        )
-        until(lambda: runtime.controls.feed.current().held("desk", runtime.session), 5.0)
-        asked = shop.chat("refund 40 on order 4411", user="ana", agent="desk")
-        assert asked.waiting == "confirm" and asked.ran == [], asked.text
-        said = shop.chat("yes", user="ana", agent="desk")
-        assert said.ran == [] and "session_held" in said.text, said.text
+        assert said.ran == [] and said.waiting == "console", said.text
+        request = ApprovalRequest.objects.get(source="runtime", status="pending")
+        assert str(request.public_id) in said.text
+        assert request.call["tool"] == "refund_card"
+        # asked again before anyone answered: the same request, still waiting, nothing run
+        again = shop.chat("yes", user="ana", agent="desk")
+        assert again.ran == [] and again.waiting == "console", again.text
+        assert ApprovalRequest.objects.filter(source="runtime").count() == 1
+        answered = client_for(approver).post(f"/v1/approvals/{request.public_id}/approve")
+        assert answered.status_code == 200, answered.content
+        done = shop.chat("yes", user="ana", agent="desk")
+        assert [call["tool"] for call in done.ran] == ["refund_card"], done.text
+        assert done.waiting is None
+    finally:
+        shop._local_client().close()
+
+
+def test_agent_chat_runs_no_held_write_the_consoles_approvers_denied(
+    console,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+    approver,  # noqa: ANN001
+    client_for,  # noqa: ANN001
+):
+    """The console's approvers said no: the person's yes runs nothing, and the reply says why."""
+    from guard.models import ApprovalRequest
+
+    shop, said = _chat_held(console, monkeypatch)
+    try:
+        assert said.waiting == "console", said.text
+        request = ApprovalRequest.objects.get(source="runtime", status="pending")
+        answered = client_for(approver).post(f"/v1/approvals/{request.public_id}/deny")
+        assert answered.status_code == 200, answered.content
+        done = shop.chat("yes", user="ana", agent="desk")
+        assert done.ran == [] and done.waiting is None, done.text
+        assert "approval_denied" in done.text, done.text
     finally:
         shop._local_client().close()
