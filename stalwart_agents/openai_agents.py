@@ -24,9 +24,10 @@ waits for it (`wait_for_approval`).
 `tools.guard_agent(agent)` puts every other tool call of an SDK agent through the same check: the
 host's own `FunctionTool`s and its MCP servers' tools (each time the SDK lists them) get the same
 hooks, so a tool the catalogue does not know is refused (`unknown_tool`) and nothing runs; the
-agents it hands off to are guarded too. A tool no check can stand in front of (a hosted tool, a
-computer, shell or patch tool) raises `UncheckedToolError`; so does a run (`tools.run_config()`)
-of an agent with a tool that is not checked: fail closed, nothing runs unchecked.
+agents it hands off to are guarded too, and so is every copy of a guarded agent (`agent.clone`).
+A tool no check can stand in front of (a hosted tool, a computer, shell or patch tool) raises
+`UncheckedToolError`; so does a run (`tools.run_config()`) of an agent with a tool that is not
+checked: fail closed, nothing runs unchecked.
 
 Every decision carries the run's trace id and group id as its run and thread ids (`tools.ids`). A
 handoff is another agent's `StalwartTools` over `guard.handoff(name)`: the same session and signed
@@ -192,6 +193,58 @@ def _unchecked(agent: Any) -> list[str]:
         names = ", ".join(f"`{getattr(s, 'name', type(s).__name__)}`" for s in agent.mcp_servers)
         found.append(f"the tools of the MCP servers {names}")
     return found
+
+
+#: The guarded class made for each class of SDK agent (`_guarded_class`).
+_GUARDED_CLASSES: dict[type, type] = {}
+
+
+def _guarded_class(kind: type) -> type:
+    """`kind` as a guarded agent's class: a dataclass of `kind`'s fields and one more, the
+    `StalwartTools` that checks its calls (`_GUARDED`), whose MCP tools are wrapped each time the
+    SDK lists them. `agent.clone(...)` is `dataclasses.replace`, which builds the copy from the
+    fields: the copy is of this class, its field the original's, so it is guarded as the
+    original is, the tools and agents given to the copy included."""
+    if kind in _GUARDED_CLASSES.values():
+        return kind
+    made = _GUARDED_CLASSES.get(kind)
+    if made is not None:
+        return made
+
+    def __post_init__(self: Any) -> None:
+        super(made, self).__post_init__()
+        owner = getattr(self, _GUARDED, None)
+        if owner is not None:  # a copy of a guarded agent
+            owner.guard_agent(self)
+
+    async def get_mcp_tools(self: Any, run_context: Any) -> list[Any]:
+        # The SDK lists an agent's MCP tools afresh on each turn, through this method.
+        tools = await super(made, self).get_mcp_tools(run_context)
+        cannot = [_kind(tool) for tool in tools if not isinstance(tool, FunctionTool)]
+        if cannot:
+            raise UncheckedToolError(
+                f"stalwart cannot check the calls of {', '.join(cannot)} of agent "
+                f"`{self.name}`'s MCP servers: they would run unchecked"
+            )
+        owner = getattr(self, _GUARDED, None)
+        if owner is None and tools:  # a copy told to drop its guard (`_stalwart_tools=None`)
+            raise UncheckedToolError(
+                f"stalwart cannot check the tools of agent `{self.name}`'s MCP servers: "
+                "the agent was copied without its guard"
+            )
+        return [owner._wrap(tool) for tool in tools]
+
+    owner = dataclasses.field(default=None, repr=False, compare=False, kw_only=True)
+    made = dataclasses.make_dataclass(
+        kind.__name__,
+        [(_GUARDED, Any, owner)],
+        bases=(kind,),
+        namespace={"__post_init__": __post_init__, "get_mcp_tools": get_mcp_tools},
+        eq=False,
+        repr=False,
+    )
+    _GUARDED_CLASSES[kind] = made
+    return made
 
 
 class StalwartTools:
@@ -414,7 +467,10 @@ class StalwartTools:
         guarded too, each by the `StalwartTools` its guarded tools have, else by one over
         `guard.handoff(name)`. A tool no check can stand in front of (a hosted tool such as
         `WebSearchTool`, a computer, shell or patch tool) raises `UncheckedToolError`, naming it,
-        and nothing is changed. The agent is changed in place: guard it before a run."""
+        and nothing is changed. The agent is changed in place: guard it before a run. Its copies
+        (`agent.clone(...)`, `dataclasses.replace`) are guarded as it is, by the same check, the
+        tools and agents given to a copy included (a tool no check can stand in front of raises
+        `UncheckedToolError` from `clone`)."""
         reached = list(_reached(agent))
         cannot = [
             f"{_kind(tool)} of agent `{each.name}`"
@@ -435,7 +491,8 @@ class StalwartTools:
                 + ": they would run unchecked, so the agent is not run"
             )
         for each in reached:
-            self._guard_one(each, self if each is agent else self._owner_for(each))
+            owner = getattr(each, _GUARDED, None) or self._owner_for(each)
+            self._guard_one(each, self if each is agent else owner)
         return agent
 
     def _owner_for(self, agent: Agent[Any]) -> StalwartTools:
@@ -458,21 +515,16 @@ class StalwartTools:
         ]
         if getattr(agent, _GUARDED, None) is not None:
             return
-        listed = agent.get_mcp_tools
-
-        async def get_mcp_tools(run_context: Any) -> list[Any]:
-            tools = await listed(run_context)
-            cannot = [_kind(tool) for tool in tools if not isinstance(tool, FunctionTool)]
-            if cannot:
-                raise UncheckedToolError(
-                    f"stalwart cannot check the calls of {', '.join(cannot)} of agent "
-                    f"`{agent.name}`'s MCP servers: they would run unchecked"
-                )
-            return [owner._wrap(tool) for tool in tools]
-
-        # The SDK lists an agent's MCP tools afresh on each turn, through this method.
-        object.__setattr__(agent, "get_mcp_tools", get_mcp_tools)
-        object.__setattr__(agent, _GUARDED, owner)
+        try:
+            # The guard lives in the agent's class (its MCP tools wrapped as the SDK lists them
+            # each turn) and in a field of it, so every copy of the agent carries it too.
+            agent.__class__ = _guarded_class(type(agent))
+        except TypeError as error:
+            raise UncheckedToolError(
+                f"stalwart cannot guard agent `{agent.name}` of class `{type(agent).__name__}`: "
+                f"{error}"
+            ) from None
+        setattr(agent, _GUARDED, owner)
 
     def input_guardrail(self) -> InputGuardrail:
         """An agent input guardrail that reads the person's input as turns, before the model."""

@@ -64,6 +64,34 @@ def functions(shop, ran):
 
 
 @pytest.fixture
+def host(ran):
+    """A host's own Agents SDK function tools, not made by `StalwartTools`: `weather` (not in
+    the catalogue) and its own `charge_card` (a write the catalogue knows), each noting its call."""
+    from agents import function_tool
+
+    @function_tool
+    def weather(city: str) -> str:
+        """Today's weather in a city."""
+        ran.append(("weather", {"city": city}))
+        return "sunny"
+
+    @function_tool
+    def charge_card(order_id: str, amount: float) -> str:
+        """Charge the card on file for an order."""
+        ran.append(("charge_card", {"order_id": order_id, "amount": amount}))
+        return "charged"
+
+    return {"weather": weather, "charge_card": charge_card}
+
+
+@pytest.fixture
+def calls(tmp_path):
+    """The file the MCP shop server (`test_openai_agents_every_call.mcp_shop`) notes each call
+    it receives in."""
+    return tmp_path / "calls.txt"
+
+
+@pytest.fixture
 def two_desks(shop, tmp_path):
     """The shop with a model behind each desk (`on_unread: model`), so that desk's model can
     hand the conversation to billing's: the same tools and rulebook, beside a copy of its file."""

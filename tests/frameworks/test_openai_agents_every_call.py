@@ -24,32 +24,6 @@ from tests.frameworks.test_openai_agents import make, run, streamed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def host(ran):
-    """A host's own function tools, not made by `StalwartTools`: `weather` (not in the
-    catalogue) and its own `charge_card` (a write the catalogue knows), each noting its call."""
-
-    @function_tool
-    def weather(city: str) -> str:
-        """Today's weather in a city."""
-        ran.append(("weather", {"city": city}))
-        return "sunny"
-
-    @function_tool
-    def charge_card(order_id: str, amount: float) -> str:
-        """Charge the card on file for an order."""
-        ran.append(("charge_card", {"order_id": order_id, "amount": amount}))
-        return "charged"
-
-    return {"weather": weather, "charge_card": charge_card}
-
-
-@pytest.fixture
-def calls(tmp_path):
-    """The file the MCP shop server notes each call it receives in."""
-    return tmp_path / "calls.txt"
-
-
 def mcp_shop(calls):  # noqa: ANN001, ANN201
     """The gateway tests' MCP shop server (get_order, refund_card, close_account, server_pid)."""
     return MCPServerStdio(
