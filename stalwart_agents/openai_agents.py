@@ -27,7 +27,9 @@ hooks, so a tool the catalogue does not know is refused (`unknown_tool`) and not
 agents it hands off to are guarded too, and so is every copy of a guarded agent (`agent.clone`).
 A tool no check can stand in front of (a hosted tool, a computer, shell or patch tool) raises
 `UncheckedToolError`; so does a run (`tools.run_config()`) of an agent with a tool that is not
-checked: fail closed, nothing runs unchecked.
+checked: fail closed, nothing runs unchecked. A guarded tool refuses the same way, in any run, each
+time the SDK lists its agent's tools: so a saved state resumed by an agent that was not guarded
+(its approved calls run before any model call) raises before they run.
 
 Every decision carries the run's trace id and group id as its run and thread ids (`tools.ids`). A
 handoff is another agent's `StalwartTools` over `guard.handoff(name)`: the same session and signed
@@ -195,6 +197,38 @@ def _unchecked(agent: Any) -> list[str]:
     return found
 
 
+def _refuse_unchecked(agent: Any) -> None:
+    """Raise `UncheckedToolError` for an agent with a tool no check stands in front of."""
+    unchecked = _unchecked(agent)
+    if unchecked:
+        raise UncheckedToolError(
+            f"stalwart cannot check {', '.join(unchecked)} of agent `{agent.name}`: "
+            "run the agent as `tools.guard_agent(agent)`, so every call is checked"
+        )
+
+
+def _checked_agent(own: Any = True) -> Callable[[Any, Any], Any]:
+    """A guarded tool's `is_enabled`: in a run, the agent holding it has every tool checked
+    (else `UncheckedToolError`), then the tool's own answer. The SDK asks each time a run lists
+    an agent's tools: before each model call, and when a run state is resumed, before the calls
+    approved in it are run (where `run_config`'s filter, before the model, would come too late)."""
+
+    async def is_enabled(ctx: Any, agent: Any) -> bool:
+        from agents.tracing import get_current_trace
+
+        # A run always has a current trace (a no-op one with tracing off). Outside a run the
+        # SDK lists tools only to restore a saved state (`RunState.from_json`), which runs
+        # nothing and would hide the error's words: the run that resumes it refuses instead.
+        if get_current_trace() is not None:
+            _refuse_unchecked(agent)
+        if callable(own):
+            answer = own(ctx, agent)
+            return bool(await answer if inspect.isawaitable(answer) else answer)
+        return bool(own)
+
+    return is_enabled
+
+
 #: The guarded class made for each class of SDK agent (`_guarded_class`).
 _GUARDED_CLASSES: dict[type, type] = {}
 
@@ -309,6 +343,7 @@ class StalwartTools:
             strict_json_schema=False,
             needs_approval=needs_approval,
             tool_input_guardrails=[ToolInputGuardrail(_Check(self, name), name="stalwart")],
+            is_enabled=_checked_agent(),
         )
 
     def _wrap(self, tool: FunctionTool) -> FunctionTool:
@@ -352,6 +387,7 @@ class StalwartTools:
             on_invoke_tool=invoke,
             needs_approval=needs_approval,
             tool_input_guardrails=[*guardrails, *(tool.tool_input_guardrails or ())],
+            is_enabled=_checked_agent(tool.is_enabled),
         )
 
     def _point(self, tool: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -553,12 +589,7 @@ class StalwartTools:
         def unchecked_not_run(data: Any) -> Any:
             # Before each model call of each agent of the run (the first, the handed-to): an
             # agent with a tool no check stands in front of is not run at all.
-            unchecked = _unchecked(data.agent)
-            if unchecked:
-                raise UncheckedToolError(
-                    f"stalwart cannot check {', '.join(unchecked)} of agent `{data.agent.name}`: "
-                    "run the agent as `tools.guard_agent(agent)`, so every call is checked"
-                )
+            _refuse_unchecked(data.agent)
             return own_filter(data) if own_filter is not None else data.model_data
 
         options.setdefault("tool_not_found_behavior", "return_error_to_model")
