@@ -23,6 +23,8 @@ A step LangGraph re-runs on resume asks nothing new: the guard finds the call it
 tool call id and arguments), so the console's queue holds the one request the person saw. Every
 decision carries the config's `thread_id` and `run_id` (see `_run_ids`). A built graph keeps one
 session for the conversation (`Guard.handoff`): a handoff continues the same signed history.
+LangSmith's traces keep a catalogue's `secret` arguments out only through the LangSmith client
+`langsmith_client(catalogue)` makes (`stalwart_agents.langsmith_secrets`): give it to the run.
 
 Framework imports live only in this module: the core SDK never needs LangGraph.
 """
@@ -53,6 +55,7 @@ from stalwart_agents.guarded import (
     outside_tools,
     result_text,
 )
+from stalwart_agents.langsmith_secrets import langsmith_client, secret_anonymizer
 
 __all__ = [
     "StalwartMiddleware",
@@ -61,6 +64,8 @@ __all__ = [
     "guarded_tool_call",
     "graph_shape",
     "langchain_tools",
+    "langsmith_client",
+    "secret_anonymizer",
 ]
 
 

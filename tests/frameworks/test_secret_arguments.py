@@ -35,8 +35,9 @@ CATALOGUE = {
 }
 
 
-def test_a_secret_argument_is_masked_in_the_interrupt_and_the_call_still_runs_with_it():
-    paid: list[dict] = []
+def paying_agent(paid: list[dict]):  # noqa: ANN201
+    """A guarded agent whose model pays invoice A-1 with a card (`pay`, a confirm); each
+    payment made is noted in `paid`."""
 
     def pay(invoice: str, card_number: str) -> dict:
         """Pays an invoice."""
@@ -45,12 +46,17 @@ def test_a_secret_argument_is_masked_in_the_interrupt_and_the_call_still_runs_wi
 
     guard = Guard(Client().session("desk", catalogue=CATALOGUE))
     model = scripted(call("pay", {"invoice": "A-1", "card_number": CARD}, "c1"))
-    agent = create_agent(
+    return create_agent(
         model,
         [StructuredTool.from_function(pay)],
         middleware=[StalwartMiddleware(guard)],
         checkpointer=InMemorySaver(),
     )
+
+
+def test_a_secret_argument_is_masked_in_the_interrupt_and_the_call_still_runs_with_it():
+    paid: list[dict] = []
+    agent = paying_agent(paid)
     config = {"configurable": {"thread_id": "secret-1"}}
     out = agent.invoke({"messages": [HumanMessage("pay invoice A-1")]}, config)
     (waiting,) = out["__interrupt__"]
