@@ -273,7 +273,11 @@ def _guarded_class(kind: type) -> type:
         kind.__name__,
         [(_GUARDED, Any, owner)],
         bases=(kind,),
-        namespace={"__post_init__": __post_init__, "get_mcp_tools": get_mcp_tools},
+        namespace={
+            "__module__": __name__,
+            "__post_init__": __post_init__,
+            "get_mcp_tools": get_mcp_tools,
+        },
         eq=False,
         repr=False,
     )

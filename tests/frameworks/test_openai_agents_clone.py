@@ -110,3 +110,12 @@ def test_a_handoff_to_a_clone_of_a_guarded_agent_is_checked_as_that_agents(
     assert reached(calls) == []
     assert billing_model.read("unknown_tool")
     assert list(guard.session.history) == []
+
+
+def test_a_copy_told_to_drop_its_guard_does_not_run(shop, functions, calls):
+    model = ScriptedModel(("close_account", {"customer_id": "c-7"}, "c1"), "closed")
+    desk, tools, _, server = desk_with_mcp(shop, functions, model, calls)
+    bare = desk.clone(_stalwart_tools=None)
+    with pytest.raises(UncheckedToolError, match="without its guard"):
+        run_on(bare, "close my account", tools, server, config=False)
+    assert reached(calls) == []
