@@ -27,10 +27,11 @@ masked: nothing marks it yet.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import re2
 
 from stalwart_agents.guarded import SECRET
 
@@ -61,9 +62,10 @@ def secret_anonymizer(catalogue: Mapping[str, Any]) -> Callable[[Any], Any]:
     names = secret_names(catalogue)
     if not names:
         return lambda data: data
-    written = re.compile(
+    # RE2 (linear time): it runs over every traced run's text, which the model and tools wrote
+    written = re2.compile(
         r"((?:\\?[\"'])(?:"
-        + "|".join(re.escape(n) for n in sorted(names))
+        + "|".join(re2.escape(n) for n in sorted(names))
         + r")\\?[\"']\s*:\s*)"
         + _VALUE
     )
