@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from console.access import Actor, actor_for_request, require
-from console.api.parsers import _finite, _refuse_constant, first_problem
+from console.api.parsers import first_problem, strict_loads
 from proof import drawing, selectors, services
 from proof.models import ProofJob
 
@@ -45,9 +45,7 @@ def _json(data: bytes, field: str, errors: dict[str, list[str]]) -> Any:
     nested at most `STALWART_API_MAX_JSON_DEPTH` deep, no NUL or lone surrogate in a key or string
     (PostgreSQL keeps neither); what is wrong is named by its path inside the file."""
     try:
-        value = json.loads(
-            data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite
-        )
+        value = strict_loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         errors[field] = ["is not UTF-8 text"]
     except json.JSONDecodeError as exc:

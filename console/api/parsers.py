@@ -155,6 +155,12 @@ def _finite(text: str) -> float:
     return number
 
 
+def strict_loads(text: str) -> Any:
+    """`json.loads` as the API reads JSON: `NaN` and `Infinity` refused, and a number too large
+    for a float (`ValueError`, as for any of Python's own refusals)."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object, or `MalformedBody` naming what is wrong and where."""
     max_depth = int(settings.STALWART_API_MAX_JSON_DEPTH)
@@ -163,7 +169,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise MalformedBody("body", f"not UTF-8 at byte {exc.start}") from exc
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        data = strict_loads(text)
     except RecursionError as exc:
         raise MalformedBody("body", f"nests deeper than {max_depth} levels") from exc
     except json.JSONDecodeError as exc:
