@@ -167,6 +167,10 @@ def _hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+#: The longest name a key may have (the column's width).
+API_KEY_NAME_MAX = ApiKey._meta.get_field("name").max_length
+
+
 @transaction.atomic
 def api_key_create(
     *,
@@ -183,10 +187,15 @@ def api_key_create(
     (`may_approve`) must have a role that answers confirm prompts, and an owner who holds one.
     """
     require(actor, "api_keys.manage")
-    name = name.strip()
+    name = name.strip() if isinstance(name, str) else ""
     errors = {}
     if not name:
         errors["name"] = "a key needs a name"
+    elif len(name) > API_KEY_NAME_MAX:
+        errors["name"] = f"a key's name must be at most {API_KEY_NAME_MAX} characters"
+    elif not name.isprintable():
+        # a line break or a NUL is no name: it would break the lines and headers it is shown in
+        errors["name"] = "a key's name must not contain control characters"
     if role not in Role.values:
         errors["role"] = f"`{role}` is not a role"
     owner_id = owner_id if owner_id is not None else actor.person_id
