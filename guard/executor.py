@@ -32,8 +32,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -43,12 +42,11 @@ from django.utils import timezone
 from console.access import Actor, require
 from console.redaction import redact
 from console.services import audit_record, event_record
-from guard import engine
+from guard import engine, running
 from guard.approvals import approval_request_create
 from guard.counters import count, counters
-from guard.engine import tool_checks
 from guard.engine.canonical import is_json
-from guard.engine.check import _order_refusal, _refuse
+from guard.engine.check import _refuse
 from guard.engine.execution import (
     ExecutionContext,
     Replayed,
@@ -59,8 +57,6 @@ from guard.engine.execution import (
     schema_counter,
     undo_plan,
 )
-from guard.engine.marks import MISSING_COST, cents, declared_cost, is_amount
-from guard.engine.refs import resolve
 from guard.models import ApprovalRequest, Effect, GuardSession, PendingStep, WriteSwitch
 from guard.services import (
     _controls,
@@ -146,23 +142,6 @@ def _log_fields(
     }
 
 
-class _WithRunning:
-    """The session's history as the run's limits read it, with the writes begun and still running
-    (`entries`, as the ledger holds them) counted as if they had run."""
-
-    def __init__(self, history: engine.History, entries: list[dict[str, Any]]) -> None:
-        self.history, self.entries = history, entries
-
-    def latest(self, tool: str, same: tuple[str, Any] | None = None) -> Mapping[str, Any] | None:
-        return self.history.latest(tool, same)
-
-    def total(self, tool: str, path: tuple[str, ...]) -> Decimal:
-        running = (resolve(entry, path) for entry in self.entries if entry["tool"] == tool)
-        return self.history.total(tool, path) + sum(
-            (cents(value) if is_amount(value) else Decimal(0) for value in running), Decimal(0)
-        )
-
-
 def _running_limits(
     check: engine.ToolCheck,
     known: Any,
@@ -175,11 +154,12 @@ def _running_limits(
     cost: Any = None,
 ) -> dict[str, Any]:
     """The tool's `at_most`, its spend over the run and the run's cost cap, and an undo's step
-    undone once, counting the writes begun and still running (claimed, not yet reported) as the
-    check counts those that ran: a call begun while another runs is decided as if that one had
-    run (a running write costs what the catalogue declares). A write left claimed (its answer
-    lost) may have had its effect, and counts; the call's own key (a retry of it) does not.
-    `cost`: what the host says this call costs (`/execute`'s `cost`)."""
+    undone once, counting the writes in flight (`guard.running`: begun and not yet reported, or
+    allowed by `/check` and not yet recorded) as the check counts those that ran: a call begun
+    while another runs is decided as if that one had run (a running write costs what the
+    catalogue declares). A write left claimed (its answer lost) may have had its effect, and
+    counts; the call's own key (a retry of it) does not. `cost`: what the host says this call
+    costs (`/execute`'s `cost`)."""
     undoes = call.get("compensation_of")
     if undoes is not None and known.kind != "read":
         # The undo's key counts the history: one begun again after the history moved on has a
@@ -201,55 +181,14 @@ def _running_limits(
                 problem="the step's undo is running",
                 running=undoing,
             ).to_dict()
-    # The checks of step 7 that count the run: skipped for an undo, as the check skips them.
-    counted = tuple(
-        item
-        for item in known.checks
-        if undoes is None
-        and (item.form == "cap_cost" or (item.form == "spend" and item.per == tool_checks.RUN))
-    )
-    if known.kind == "read" or (known.at_most is None and not counted):
+    if not running.counts_running(known, call):
         return decision
-    claimed = list(
-        Effect.objects.filter(session=session, status=Effect.Status.CLAIMED)
-        .exclude(key=key)
-        .values_list("tool", "arguments")
-    )
-    if not claimed:
-        return decision
-    running = [{"tool": tool, "arguments": arguments} for tool, arguments in claimed]
-    ran = history.count(known.name)
-    of_tool = sum(1 for entry in running if entry["tool"] == known.name)
-    if known.at_most is not None and ran + of_tool >= known.at_most:
-        return _order_refusal(f"at_most {known.at_most}", None, ran=ran, running=of_tool).to_dict()
-    arguments = call.get("arguments") or {}
-    # The check's own figures for the cost cap, the writes still running added to what was spent.
-    run_cost = (
-        check.run_cost_of(known, arguments, history, cost if is_amount(cost) else None)
-        if counted
-        else None
-    )
-    if run_cost is not None:
-        costs = (
-            declared_cost(
-                getattr(check.catalogue.tools.get(entry["tool"]), "cost", None),
-                entry["arguments"] if isinstance(entry["arguments"], dict) else {},
-            )
-            for entry in running
-        )
-        running_cost = sum((c for c in costs if c is not MISSING_COST), Decimal(0))
-        run_cost = replace(run_cost, spent=run_cost.spent + running_cost)
-    lookup = _WithRunning(history, running)
-    for item in counted:
-        failure = tool_checks.evaluate(
-            (item,), arguments, lookup, None, tool=known.name, cost=run_cost
-        )
-        if failure is not None:
-            reason, detail = failure
-            rule = detail.pop("rule")
-            detail["index"] = known.checks.index(item)
-            return _refuse(reason, 7, "your_rules", rule=rule, **detail).to_dict()
-    return decision
+    flying = [
+        entry
+        for entry in running.in_flight(session, now=timezone.now())
+        if entry.checked or entry.key != key
+    ]
+    return running.limits_with_running(check, known, call, history, decision, flying, cost=cost)
 
 
 # -- the write switch ---------------------------------------------------------------------------

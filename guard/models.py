@@ -126,6 +126,30 @@ class Effect(models.Model):
         ]
 
 
+class CheckedWrite(models.Model):
+    """A write `/check` allowed and not yet reported: the host runs such a tool itself.
+
+    Until `/record` reports the call (or `expires_at` passes: the session's token lifetime) it
+    counts towards the tool's `at_most`, a `spend` over the run and the run's `cap_cost`, as a write
+    the executor began (an `Effect` still claimed) does; only tools with one of those are kept.
+    """
+
+    session = models.ForeignKey(
+        GuardSession, on_delete=models.CASCADE, related_name="checked_writes"
+    )
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(help_text="redacted")
+    # SHA-256 of the canonical arguments as given: the record of the call finds it by them.
+    digest = models.CharField(max_length=64)
+    # The intent's key (`engine.execution.intent_key`): a re-check of the same call has the same.
+    intent = models.CharField(max_length=80)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "expires_at"])]
+
+
 class PendingStep(models.Model):
     """The outbox of a write's secondary steps (its audit trail, a notification).
 

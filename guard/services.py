@@ -7,6 +7,7 @@ engine's, and records every decision in the event feed in the same transaction.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import hmac
@@ -19,17 +20,21 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.http import Http404
+from django.utils import timezone
 
 from console import controls, statements
 from console.access import Actor, require
 from console.models import OrganisationSettings
+from console.redaction import redact
 from console.services import event_record
 from console.statements import ModelRows, unchecked
 from console.tracing import decision_span
-from guard import engine
-from guard.engine.execution import undo_plan
-from guard.models import GuardSession
+from guard import engine, running
+from guard.engine import tokens
+from guard.engine.execution import intent_key, intent_step, undo_plan
+from guard.models import CheckedWrite, GuardSession
 from rulebooks import budget, compiler
 from stalwart_agents import runtime
 
@@ -504,7 +509,9 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
     from console import eventwriter
 
     def decide() -> dict[str, Any]:
-        if not data.get("token") and eventwriter.writer() is not None:
+        with _checks_lock:
+            counted = (str(session.public_id), str(data.get("tool") or "")) in _counted_calls
+        if not data.get("token") and not counted and eventwriter.writer() is not None:
             try:
                 return _session_check(actor=actor, session=session, data=data, group=True)
             except _ToAsk:
@@ -516,7 +523,77 @@ def session_check(*, actor: Actor, session: GuardSession, data: dict[str, Any]) 
 
 
 class _ToAsk(Exception):  # noqa: N818 - a signal, not an error
-    """A grouped check found a call to put to a person: it is decided again, locked."""
+    """A grouped check found a call to put to a person, or a write to allow that counts as in
+    flight until it is recorded: it is decided again, locked."""
+
+
+# The calls (session, tool) found to count the writes in flight, per process: such a call is
+# decided with its session locked from the start (a session's catalogue never changes).
+_counted_calls: OrderedDict[tuple[str, str], bool] = OrderedDict()
+
+
+def _in_flight_limits(
+    actor: Actor,
+    session: GuardSession,
+    check: engine.ToolCheck,
+    known: Any,
+    call: dict[str, Any],
+    result: dict[str, Any],
+    *,
+    cost: Any,
+) -> dict[str, Any]:
+    """An allowed write of a tool with an `at_most`, a `spend` over the run or a `cap_cost`,
+    decided with the session locked: refused as the check would if the writes in flight
+    (`guard.running`) had run, else kept in flight (`CheckedWrite`) until `/record` reports it or
+    the session's token lifetime passes. A re-check of the same call at the same point of the
+    history (a retry whose answer was lost) does not count itself for a tool marked `idempotent`,
+    and is kept once; for any other tool, each allowed check counts, as the host may run each."""
+    arguments = call.get("arguments")
+    if not isinstance(arguments, dict):
+        return result
+    contents = [entry.get("content") or {} for entry in (session.history or {}).get("entries", [])]
+    key = intent_key(
+        organisation=str(actor.organisation.pk),
+        session=str(session.public_id),
+        tool=known.name,
+        arguments=arguments,
+        step=intent_step(contents, known.name, arguments),
+        compensation_of=call.get("compensation_of"),
+    )
+    now = timezone.now()
+    flying = running.in_flight(session, now=now)
+    retried = known.idempotent and any(entry.key == key for entry in flying)
+    if retried:
+        flying = [entry for entry in flying if entry.key != key]
+    if flying:
+        history = session_history(check, session)
+        result = running.limits_with_running(check, known, call, history, result, flying, cost=cost)
+    if result["decision"] == "allow" and not retried:
+        CheckedWrite.objects.create(
+            session=session,
+            tool=known.name,
+            arguments=redact(arguments, secret_keys=known.secret),
+            digest=tokens.digest(arguments),
+            intent=key,
+            created_at=now,
+            expires_at=now + dt.timedelta(seconds=check.settings.token_ttl),
+        )
+    return result
+
+
+def _reported(session: GuardSession, known: Any, call: dict[str, Any]) -> None:
+    """A call recorded: the oldest write `/check` allowed with these arguments is no longer in
+    flight (and the session's expired ones are let go), in one statement."""
+    arguments = call.get("arguments")
+    if not running.counts_running(known, call) or not isinstance(arguments, dict):
+        return
+    now = timezone.now()
+    oldest = CheckedWrite.objects.filter(
+        session=session, tool=known.name, digest=tokens.digest(arguments), expires_at__gt=now
+    ).order_by("created_at", "pk")
+    CheckedWrite.objects.filter(
+        Q(pk__in=oldest.values("pk")[:1]) | Q(expires_at__lte=now), session=session
+    ).delete()
 
 
 def _session_check(
@@ -559,6 +636,15 @@ def _session_check(
         decision.to_dict(),
         flags=flags,
     )
+    known = check.catalogue.tools.get(str(call.get("tool") or ""))
+    if known is not None and running.counts_running(known, call):
+        _remember(_counted_calls, (str(session.public_id), known.name), True, _NAMED_SIZE)
+        if result["decision"] == "allow":
+            if group:
+                raise _ToAsk
+            result = _in_flight_limits(
+                actor, session, check, known, call, result, cost=data.get("cost")
+            )
     if run:
         result = {**result, "detail": {**dict(result.get("detail") or {}), "run": run}}
     if result["decision"] == "confirm" and not data.get("token"):
@@ -612,6 +698,9 @@ def session_record(*, actor: Actor, session: GuardSession, data: dict[str, Any])
     except (engine.GuardError, engine.MalformedCall) as exc:
         raise ValidationError({"call": [str(exc)]}) from exc
     session.save(update_fields=[*session_keep(session, history), "updated_at"])
+    known = check.catalogue.tools.get(str(call.get("tool") or ""))
+    if known is not None:
+        _reported(session, known, call)
     return {"index": len(history) - 1, "mac": getattr(entry, "mac", None)}
 
 
