@@ -147,7 +147,10 @@ class CheckedWrite(models.Model):
     expires_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["session", "expires_at"])]
+        indexes = [
+            models.Index(fields=["session", "expires_at"]),
+            models.Index(fields=["expires_at"], name="guard_checked_expires_idx"),
+        ]
 
 
 class PendingStep(models.Model):

@@ -65,6 +65,21 @@ def in_flight(session: GuardSession, *, now: dt.datetime) -> list[Running]:
     return [Running(*row) for row in begun.union(checked, all=True)]
 
 
+def let_expired_go(*, now: dt.datetime, batch: int = 1_000) -> int:
+    """Delete the writes `/check` allowed whose time passed (they count no more: `in_flight`
+    skips them), `batch` rows a statement, so that a session whose host never reports its calls
+    does not keep them for ever; how many went."""
+    gone = 0
+    while True:
+        expired = CheckedWrite.objects.filter(expires_at__lte=now).order_by("expires_at")
+        deleted, _ = CheckedWrite.objects.filter(
+            pk__in=list(expired.values_list("pk", flat=True)[:batch])
+        ).delete()
+        gone += deleted
+        if deleted < batch:
+            return gone
+
+
 class _WithRunning:
     """The session's history as the run's limits read it, with the writes in flight (`entries`)
     counted as if they had run."""

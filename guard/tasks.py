@@ -22,6 +22,16 @@ def reconcile() -> int:
     return reconcile_pending()
 
 
+@shared_task(name="guard.expire_checked", ignore_result=True)
+def expire_checked() -> int:
+    """The writes `/check` allowed that were never reported, once their token lifetime passed."""
+    from django.utils import timezone
+
+    from guard.running import let_expired_go
+
+    return let_expired_go(now=timezone.now())
+
+
 def reconcile_soon() -> None:
     """Ask a worker to reconcile now; when the broker is down the beat's run takes over."""
     from console.celery import app

@@ -175,6 +175,8 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-outbox": {"task": "firewall.sweep", "schedule": 2.0},
     # Runs the secondary steps of PARTIAL writes that are due (the outbox of guard.PendingStep).
     "reconcile-partial": {"task": "guard.reconcile", "schedule": 5.0},
+    # Deletes the writes /check allowed and nobody reported, once they expired (guard.running).
+    "expire-checked-writes": {"task": "guard.expire_checked", "schedule": 600.0},
     # Re-sends queued graph proofs and retries those whose worker was lost (their lease lapsed).
     "sweep-proofs": {"task": "proof.sweep", "schedule": 5.0},
     # A worker that takes it writes when it last did: the dashboard and Health page read it.

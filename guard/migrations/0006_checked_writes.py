@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checked_writes', to='guard.guardsession')),
             ],
             options={
-                'indexes': [models.Index(fields=['session', 'expires_at'], name='guard_check_session_921264_idx')],
+                'indexes': [models.Index(fields=['session', 'expires_at'], name='guard_check_session_921264_idx'), models.Index(fields=['expires_at'], name='guard_checked_expires_idx')],
             },
         ),
     ]

@@ -146,6 +146,32 @@ def test_a_write_allowed_long_ago_stops_counting_when_its_token_lifetime_passes(
     assert list(CheckedWrite.objects.values_list("arguments__account", flat=True)) == []
 
 
+def test_the_beat_deletes_expired_writes_nobody_reported_and_keeps_the_others(till):
+    """A host that never reports its calls leaves nothing behind once their time passed: the
+    beat's `guard.expire_checked` deletes the expired rows (in batches), the live ones stay."""
+    from django.conf import settings
+
+    from guard import tasks
+    from guard.running import let_expired_go
+
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "guard.expire_checked" in scheduled
+    for account in ("a-1", "a-2"):
+        till.check("pay", account)
+    assert CheckedWrite.objects.count() == 2
+    CheckedWrite.objects.filter(arguments__account="a-1").update(
+        expires_at=timezone.now() - dt.timedelta(seconds=1)
+    )
+    assert tasks.expire_checked.apply().get() == 1
+    assert list(CheckedWrite.objects.values_list("arguments__account", flat=True)) == ["a-2"]
+    # many at once go in batches, all of them
+    for account in ("b-1", "b-2"):
+        till.check("stamp", account)
+    CheckedWrite.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert let_expired_go(now=timezone.now(), batch=1) == 3
+    assert not CheckedWrite.objects.exists()
+
+
 def test_writes_allowed_count_towards_a_spend_over_the_run(till):
     assert _answer(till.check("give", "a-1", amount=60))[0] == "allow"
     assert _answer(till.check("give", "a-2", amount=60)) == ("refuse", ["spend_exceeded"])
