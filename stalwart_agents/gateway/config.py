@@ -25,6 +25,8 @@
         tool_kinds: ./github_kinds.yaml # `tool: read|write|sends_out`, bare names; wins
         infer: false                    # read unmarked kinds from names (the catalogue's words)
         resources_outside: [github]     # what its resources return is outside content
+        new_resources: allow            # offer resources listed since the approval (default
+                                        # `withhold`: only those approved are offered)
         tools:
           create_issue: {after: [get_repo], at_most: 3, free_text: [body], checks: [...]}
           fetch_url: {fetches: [url], reads_outside: [web]}
@@ -58,6 +60,8 @@ LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 REFERENCE = re.compile(r"\$\{([^}]*)\}")
 KINDS = ("read", "write", "sends_out")
+#: What the gateway does with a resource its server lists that was not listed at the approval.
+NEW_RESOURCES = ("withhold", "allow")
 
 TOP_KEYS = frozenset(
     {
@@ -86,6 +90,7 @@ SERVER_KEYS = frozenset(
         "timeout",
         "reads_outside",
         "resources_outside",
+        "new_resources",
         "tool_kinds",
         "infer",
         "tools",
@@ -163,6 +168,9 @@ class ServerConfig:
     timeout: float = 30.0
     reads_outside: tuple[str, ...] = ()
     resources_outside: tuple[str, ...] = ()
+    #: `allow`: a resource listed since the approval is offered (a pinned one that changed is
+    #: not); `withhold` (the default): only the resources approved are.
+    new_resources: str = "withhold"
     tool_kinds: Mapping[str, str] = field(default_factory=dict)
     infer: bool = False
     tools: Mapping[str, ToolMarks] = field(default_factory=dict)
@@ -469,6 +477,12 @@ def _server(name: str, raw: Any, base: Path, reader: _Reader) -> ServerConfig | 
         if resources in (None, False)
         else reader.names(resources, f"{path}.resources_outside", LABEL, "labels")
     )
+    new_resources = raw.get("new_resources", "withhold")
+    if new_resources not in NEW_RESOURCES:
+        reader.problem(
+            f"{path}.new_resources", f"must be `withhold` or `allow`, not `{new_resources}`"
+        )
+        new_resources = "withhold"
     return ServerConfig(
         name=name,
         command=command,
@@ -480,6 +494,7 @@ def _server(name: str, raw: Any, base: Path, reader: _Reader) -> ServerConfig | 
         timeout=float(timeout),
         reads_outside=reads_outside,
         resources_outside=resources_outside,
+        new_resources=new_resources,
         tool_kinds=_tool_kinds(raw.get("tool_kinds"), f"{path}.tool_kinds", base, reader),
         infer=reader.flag(raw.get("infer"), f"{path}.infer"),
         tools=tools,

@@ -183,3 +183,15 @@ def test_turns_console_and_rulebook_default_off_and_are_read_strictly(tmp_path) 
     assert "gateway.yaml:3: console.decide: must be `console` or `local`, not `maybe`" in found
     assert any(p.startswith("gateway.yaml:3: console.bundle_key_env: must name") for p in found)
     assert "gateway.yaml:3: console.url: is not a field of the console section" in found
+
+
+def test_new_resources_is_withhold_or_allow_and_a_bad_value_is_named_by_its_path(
+    tmp_path,  # noqa: ANN001
+) -> None:
+    found = problems(tmp_path, "servers:\n  shop:\n    command: python\n    new_resources: yes\n")
+    assert found == [
+        "gateway.yaml:4: servers.shop.new_resources: must be `withhold` or `allow`, not `True`"
+    ]
+    assert load_config(write(tmp_path, GOOD)).servers["fs"].new_resources == "withhold"
+    allowing = GOOD.replace("    reads_outside: [github]\n", "    new_resources: allow\n")
+    assert load_config(write(tmp_path, allowing)).servers["github"].new_resources == "allow"
