@@ -2,9 +2,9 @@
 
 A gateway connected to the console (`STALWART_URL` and an API key) reports at start, on every
 change and every minute with nothing new (`POST /v1/gateways/<name>/report`), and once more as it
-stops (`state: stopped`): each server's state and tools, and the events of the change -- a tool
-withdrawn because its description or schema changed (with the diff), a call the gateway's own
-firewall file decided. The report is validated and bounded here (`read_report`);
+stops (`state: stopped`): each server's state and tools, and the events of the change -- a tool,
+prompt, resource or resource template withdrawn because it changed since the approval (with the
+diff) or was added since, a call the gateway's own firewall file decided. The report is validated and bounded here (`read_report`);
 every problem is named by its field path. The tool check's decisions need no report: the
 gateway's session is the console's, and the sessions API records them as it does for every door.
 
@@ -52,7 +52,25 @@ MAX_LINE = 500
 MAX_TEXT = 500
 STATES = ("connected", "down")
 STATUSES = ("pinned", "withdrawn")
-WHY = ("changed", "not_approved", "schema_unusable")
+WHY = ("changed", "not_approved", "schema_unusable", "approve_again")
+#: What a gateway withdraws (its events' kinds): a tool, or a prompt, resource or resource
+#: template its server changed or added since the approval.
+WITHDRAWN = {
+    "tool_withdrawn": "tool",
+    "prompt_withdrawn": "prompt",
+    "resource_withdrawn": "resource",
+    "resource_template_withdrawn": "resource_template",
+}
+#: Where the gateway found it withdrawn: at its start, or on the client's request.
+FOUND_AT = (
+    "start",
+    "tools/list",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+)
 KINDS = ("read", "write", "unknown")
 FIREWALL_DECISIONS = ("allow", "confirm", "refuse")
 #: What a report says of the gateway itself: it runs, or this is its last report as it stops.
@@ -152,12 +170,12 @@ def _event(data: Any, path: str, errors: dict) -> dict[str, Any] | None:
         errors[path] = ["must be an object"]
         return None
     kind = data.get("kind")
-    if kind == "tool_withdrawn":
+    if kind in WITHDRAWN:
         _only(data, {"kind", "server", "tool", "why", "diff", "at"}, path, errors)
         if data.get("why") not in WHY:
             errors[f"{path}.why"] = [f"one of {', '.join(WHY)}"]
-        if data.get("at", "start") not in ("start", "tools/list"):
-            errors[f"{path}.at"] = ["start or tools/list"]
+        if data.get("at", "start") not in FOUND_AT:
+            errors[f"{path}.at"] = [f"one of {', '.join(FOUND_AT)}"]
         event = {"diff": _diff(data.get("diff"), f"{path}.diff", errors), "why": data.get("why")}
         event["at"] = data.get("at", "start")
     elif kind == "firewall":
@@ -188,7 +206,7 @@ def _event(data: Any, path: str, errors: dict) -> dict[str, Any] | None:
             "session": _text(data.get("session"), f"{path}.session", errors, limit=128),
         }
     else:
-        errors[f"{path}.kind"] = ["tool_withdrawn, firewall or call_refused"]
+        errors[f"{path}.kind"] = [f"{', '.join(WITHDRAWN)}, firewall or call_refused"]
         return None
     tool = data.get("tool")
     if not isinstance(tool, str) or not TOOL.match(tool):
@@ -277,20 +295,24 @@ def gateway_report(*, actor, name: str, data: Any) -> Gateway:  # noqa: ANN001
         gateway.stopped_at = stopped_at
         gateway.save(update_fields=["servers", "host", "reported_by", "reported_at", "stopped_at"])
     for event in events:
-        if event["kind"] == "tool_withdrawn":
+        if event["kind"] in WITHDRAWN:
+            # A tool's event keeps the stage it always had; a prompt's or a resource's is where
+            # the gateway found it (`prompts/list`, `resources/read`, ...).
+            what = WITHDRAWN[event["kind"]]
             services.event_record(
                 organisation=actor.organisation,
                 source="gateway",
                 decision="refuse",
                 agent=name,
                 tool=event["tool"],
-                stage="tools/list",
+                stage="tools/list" if what == "tool" else event["at"],
                 verdict="withdrawn",
                 reasons=["withdrawn", event["why"]],
                 detail={
                     "gateway": name,
                     "instance": instance,
                     "server": event["server"],
+                    "what": what,
                     "why": event["why"],
                     "at": event["at"],
                     "diff": event["diff"],

@@ -332,3 +332,38 @@ def test_the_gateways_page_draws_the_latest_reported_and_counts_the_rest(
     assert 'data-instance="run-0000"' in page  # the latest reported
     assert f'data-instance="run-{GATEWAYS_SHOWN + 4:04d}"' not in page
     assert 'id="more-gateways">5 more gateways' in page
+
+
+def test_a_reported_prompt_or_resource_withdrawn_is_an_event_where_it_was_found(
+    admin, organisation, actor_for, client
+) -> None:  # noqa: ANN001
+    from console import services as console_services
+    from console.models import Event
+
+    _, key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="gw", role="editor"
+    )
+
+    def post(*events):  # noqa: ANN002, ANN202
+        body = {**_report(shop={"state": "connected", "tools": [TOOL]}), "events": list(events)}
+        return client.post(
+            "/v1/gateways/desk/report",
+            json.dumps(body),
+            "application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+
+    prompt = {"kind": "prompt_withdrawn", "server": "shop", "tool": "shop.ask_order"}
+    prompt.update(why="changed", at="prompts/get", diff=['+  "description": "evil"'])
+    resource = {"kind": "resource_withdrawn", "server": "shop", "tool": "shop://policy"}
+    resource.update(why="approve_again", at="resources/list")
+    assert post(prompt, resource).status_code == 200
+    got = Event.objects.get(source="gateway", tool="shop.ask_order")
+    assert (got.stage, got.verdict, got.decision) == ("prompts/get", "withdrawn", "refuse")
+    assert got.detail["what"] == "prompt" and got.detail["diff"] == ['+  "description": "evil"']
+    listed = Event.objects.get(source="gateway", tool="shop://policy")
+    assert listed.stage == "resources/list" and listed.reasons == ["withdrawn", "approve_again"]
+    bad = post({**prompt, "at": "somewhere"}, {**resource, "kind": "resource_gone"})
+    assert bad.status_code == 400
+    errors = json.dumps(bad.json())
+    assert "events[0].at" in errors and "events[1].kind" in errors
