@@ -4,7 +4,8 @@
     stalwart gateway --config gateway.yaml --http --port 8765 # streamable HTTP on 127.0.0.1,
                                                               # for clients with the bearer token
                                                               # in $GATEWAY_TOKEN (http_token_env)
-    stalwart gateway approve --config gateway.yaml            # pin every server's tools as they are
+    stalwart gateway approve --config gateway.yaml            # pin every server's tools, prompts
+                                                              # and resources as they are
 
 Exit codes: 0 served until stopped, or approved; 1 a gateway.yaml that cannot be used (every
 problem printed with its line), or a server that could not be reached for approval; 2 usage or
@@ -127,11 +128,20 @@ def event_loop_options() -> dict[str, bool]:
     return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
 
 
+#: What `approve` pins of each server, in its words.
+LISTED = {
+    "tools": "tools",
+    "prompts": "prompts",
+    "resources": "resources",
+    "templates": "resource templates",
+}
+
+
 def _approve(args: argparse.Namespace) -> int:
     import anyio
 
     from stalwart_agents.gateway import pins as pinning
-    from stalwart_agents.gateway.upstream import Upstream
+    from stalwart_agents.gateway.upstream import Upstream, server_said
 
     config = _config(args)
     _logging(args)
@@ -144,21 +154,30 @@ def _approve(args: argparse.Namespace) -> int:
     except pinning.PinsInvalid as exc:
         raise InputError(str(exc)) from None
 
-    async def listed(name: str) -> tuple[list[dict], str | None]:
+    async def listed(name: str) -> tuple[dict[str, list[dict]], str | None]:
         upstream = Upstream(config.servers[name])
+        found: dict[str, list[dict]] = {}
         async with anyio.create_task_group() as group:
             group.start_soon(upstream.run)
             with anyio.move_on_after(upstream.config.timeout):
                 await upstream.ready.wait()
-            tools, error = list(upstream.tools), upstream.error
+            found["tools"], error = list(upstream.tools), upstream.error
             if not upstream.ready.is_set():
                 error = f"the server `{name}` did not answer within {upstream.config.timeout:g} s"
+            for kind in ("prompts", "resources", "templates"):
+                if error is not None:
+                    break
+                try:
+                    found[kind] = await upstream.listed(kind)
+                except Exception as exc:  # noqa: BLE001 - that server is not approved, saying why
+                    said = server_said(str(exc))
+                    error = f"the server `{name}` cannot list its {LISTED[kind]}: {said}"
             await upstream.close()
             group.cancel_scope.cancel()
-        return tools, error
+        return found, error
 
-    async def every() -> dict[str, tuple[list[dict], str | None]]:
-        found: dict[str, tuple[list[dict], str | None]] = {}
+    async def every() -> dict[str, tuple[dict[str, list[dict]], str | None]]:
+        found: dict[str, tuple[dict[str, list[dict]], str | None]] = {}
 
         async def one(name: str) -> None:
             found[name] = await listed(name)
@@ -171,25 +190,45 @@ def _approve(args: argparse.Namespace) -> int:
     failed = 0
     results = anyio.run(every)
     for name in names:
-        tools, error = results[name]
+        found, error = results[name]
         if error is not None:
             sys.stdout.write(f"{name}: not approved: {error}\n")
             failed += 1
             continue
-        before = {
-            tool: pinning.approved(pins, name, tool)
-            for tool in pins.get("servers", {}).get(name, {}).get("tools", {})
-        }
-        pins = pinning.pin_server(pins, name, tools)
-        sys.stdout.write(f"{name}: {len(tools)} tool{'s' if len(tools) != 1 else ''} approved\n")
-        for defined in tools:
-            old = before.pop(defined["name"], None)
-            mark = "new" if old is None else ("changed" if old != defined else "same")
+        held = {"servers": {name: pins.get("servers", {}).get(name, {})}}  # before this approval
+        pins = pinning.pin_server(
+            pins,
+            name,
+            found["tools"],
+            prompts=found["prompts"],
+            resources=found["resources"],
+            templates=found["templates"],
+        )
+        counts = ", ".join(
+            f"{len(found[kind])} {LISTED[kind][:-1] if len(found[kind]) == 1 else LISTED[kind]}"
+            for kind in pinning.PINNED
+        )
+        sys.stdout.write(f"{name}: {counts} approved\n")
+        for kind, key in pinning.PINNED.items():
+            # tools and prompts are named after their server; resources by their own URI
+            prefix = f"{name}." if key == "name" else ""
+            before = {
+                pinned: pinning.approved(held, name, pinned, kind)
+                for pinned in held["servers"][name].get(kind, {})
+            }
+            for defined in found[kind]:
+                old = before.pop(defined[key], None)
+                mark = "new" if old is None else ("changed" if old != defined else "same")
+                sys.stdout.write(
+                    f"  {prefix}{defined[key]} ({mark}) {pinning.digest(defined)[:16]}\n"
+                )
+            for gone in sorted(before):
+                sys.stdout.write(f"  {prefix}{gone} (gone)\n")
+        if len(found["resources"]) > pinning.MAX_RESOURCES:
             sys.stdout.write(
-                f"  {name}.{defined['name']} ({mark}) {pinning.digest(defined)[:16]}\n"
+                f"  {len(found['resources']) - pinning.MAX_RESOURCES} resources past the first "
+                f"{pinning.MAX_RESOURCES} are not pinned: withheld unless `new_resources: allow`\n"
             )
-        for gone in sorted(before):
-            sys.stdout.write(f"  {name}.{gone} (gone)\n")
     pinning.write_pins(config.pins, pins)
     sys.stdout.write(f"pins written to {config.pins}\n")
     return EXIT_FINDINGS if failed else EXIT_OK
@@ -211,9 +250,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     approve = commands.add_parser(
         "approve",
-        help="pin the tools each server lists now (writes the pins file beside gateway.yaml)",
-        description="Connect to each server, list its tools, and pin their names, descriptions, "
-        "schemas and annotations. A tool that changes later is withdrawn until approved again.",
+        help="pin the tools, prompts and resources each server lists now (writes the pins file "
+        "beside gateway.yaml)",
+        description="Connect to each server, list its tools, prompts, resources and resource "
+        "templates, and pin their definitions (names, descriptions, schemas, annotations, "
+        "arguments, URIs, MIME types). One that changes later is withdrawn until approved again.",
     )
     approve.add_argument("--config", dest="approve_config", help="the gateway's configuration")
     approve.add_argument("--server", action="append", help="approve only this server (repeatable)")

@@ -264,6 +264,22 @@ def approve(session: Session, check: Check, tool: str, arguments: Mapping[str, A
     raise SelectorUnavailableError("this session's approvals are answered by the console")
 
 
+#: What each listing the pins hold is called in the gateway's events (`gateway.<noun>_withdrawn`).
+NOUNS = {
+    "tools": "tool",
+    "prompts": "prompt",
+    "resources": "resource",
+    "templates": "resource_template",
+}
+#: What of a definition may change (a rug pull), in the refusal's words.
+CHANGES = {
+    "prompts": "description or arguments",
+    "resources": "name, description or MIME type",
+    "templates": "name, description or MIME type",
+}
+#: Withheld definitions reported once each (the newest this many remembered).
+MAX_REPORTED = 1_000
+
 #: Ids of the person's turns remembered as read (a turn sent again under its id is read once).
 MAX_HEARD = 1_000
 #: Events kept for the console while it cannot be reached (the oldest are dropped beyond this).
@@ -406,6 +422,16 @@ def _safe(text: str, outside: str, limit: int) -> str:
     return cleaned if cleaned[:1].isalnum() or cleaned[:1] == "_" else ("_" + cleaned)[:limit]
 
 
+def _described(defined: Mapping[str, Any]) -> dict[str, Any]:
+    """A resource's or resource template's pinned fields but its URI, as the client is given
+    them: nothing the pins do not hold (a title, icons, annotations) is handed on."""
+    return {
+        "name": defined["name"],
+        "description": defined["description"] or None,
+        "mime_type": defined["mimeType"] or None,
+    }
+
+
 def _host() -> str:
     """This machine's name, as the console shows it beside the instance (printable, bounded)."""
     import socket
@@ -442,6 +468,11 @@ class Gateway:
         self.pending: dict[str, Pending] = {}
         # uri -> every server that lists it (a server names its resources itself), as last listed
         self.resources: dict[str, dict[str, None]] = {}
+        # (kind, server) -> what the server listed last of `prompts`, `resources`, `templates`:
+        # each name, URI or URI template, and why it is withheld (None: offered as approved)
+        self.listings: dict[tuple[str, str], dict[str, str | None]] = {}
+        # what was withheld and reported, (kind, server, key, why, digest); the newest kept
+        self.reported: dict[tuple[str, ...], None] = {}
         self.heard: dict[str, None] = {}  # ids of the person's turns read (the newest kept)
         self._lock = anyio.Lock()
         self._waiting = anyio.CapacityLimiter(MAX_WAITING)  # calls in the console's queue
@@ -597,24 +628,34 @@ class Gateway:
 
     def _report_withdrawn(self, entry: catalogue_builder.Entry, *, at_start: bool) -> None:
         before = pinning.approved(self.pins, entry.server, entry.tool)
-        event = {
-            "event": "gateway.tool_withdrawn",
-            "tool": entry.name,
-            "server": entry.server,
-            "why": entry.withdrawn,
-            "at": "start" if at_start else "tools/list",
-        }
-        if entry.withdrawn == "changed":
-            event["diff"] = pinning.diff(before, entry.definition)
+        diff = pinning.diff(before, entry.definition) if entry.withdrawn == "changed" else None
+        at = "start" if at_start else "tools/list"
+        self._report("tools", entry.server, entry.name, entry.withdrawn or "", at, diff)
+
+    def _report(
+        self, kind: str, server: str, name: str, why: str, at: str, diff: list[str] | None
+    ) -> None:
+        """Something of a server withdrawn (a tool, prompt, resource or resource template; `name`
+        as the client knows it): an event, `gateway.<noun>_withdrawn`, on stderr and to the
+        console, with the diff from the approved definition where it changed. Credentials the
+        one table of recognisers knows are redacted from it, as from every event."""
+        from firewall.engine.credentials import redact_value
+
+        noun = NOUNS[kind]
+        event = {"event": f"gateway.{noun}_withdrawn", noun: name, "server": server, "why": why}
+        event["at"] = at
+        if diff is not None:
+            event["diff"] = diff
+        event = redact_value(event)
         log.warning("gateway event: %s", json.dumps(event, ensure_ascii=False))
         if self.reporter is not None:
             self.reporter.note(
                 {
-                    "kind": "tool_withdrawn",
-                    "server": entry.server,
-                    "tool": entry.name,
-                    "why": entry.withdrawn,
-                    "at": event["at"],
+                    "kind": f"{noun}_withdrawn",
+                    "server": server,
+                    "tool": _safe(event[noun], r"[^A-Za-z0-9_.:/-]", 200),
+                    "why": why,
+                    "at": at,
                     "diff": _bounded(event.get("diff", [])),
                 }
             )
@@ -700,6 +741,8 @@ class Gateway:
         `tools/list` (a server restarted with other tools offers none of the changed ones)."""
         if self.entries:
             self._compare(upstream.name, upstream.tools)
+        for kind in ("prompts", "resources", "templates"):  # listed again before they are used
+            self.listings.pop((kind, upstream.name), None)
         if self.reporter is not None:
             self.reporter.note()
 
@@ -1263,30 +1306,114 @@ class Gateway:
     def _connected(self) -> list[Upstream]:
         return [u for u in self.upstreams.values() if u.client is not None]
 
-    async def list_resources(self) -> list[types.Resource]:
-        """Every connected server's resources. What the gateway reads from is this listing's, not
-        every listing's since it started: a server naming a new address each time grows nothing,
-        and an address no server lists now is not read."""
+    def _withheld(self, server: str, kind: str, defined: Mapping[str, Any]) -> str | None:
+        """Why a prompt, resource or resource template of `server` is not offered (None: it is
+        as approved). A resource its server did not list at the approval is offered only where
+        gateway.yaml says `new_resources: allow`; one approved that changed never is."""
+        why = pinning.status(self.pins, server, defined, kind)
+        if (
+            why == "not_approved"
+            and kind == "resources"
+            and self.config.servers[server].new_resources == "allow"
+            and kind in self.pins.get("servers", {}).get(server, {})
+        ):
+            return None
+        return why
+
+    async def _held(self, upstream: Upstream, kind: str, at: str) -> list[dict[str, Any]]:
+        """What `upstream` lists now of `kind` (`prompts`, `resources`, `templates`) that is
+        offered as approved. The rest is withheld (kept, with why, in `listings`, so a use of it
+        is refused naming why) and reported once (`_report`), with the diff where it changed."""
+        marks: dict[str, str | None] = {}
+        offered = []
+        for defined in await upstream.listed(kind):
+            key = str(defined[pinning.PINNED[kind]])
+            if key in marks:  # listed twice: the first is kept
+                continue
+            why = marks[key] = self._withheld(upstream.name, kind, defined)
+            if why is None:
+                offered.append(defined)
+                continue
+            seen = (kind, upstream.name, key, why, pinning.digest(defined))
+            if seen in self.reported:
+                continue
+            self.reported[seen] = None
+            while len(self.reported) > MAX_REPORTED:
+                self.reported.pop(next(iter(self.reported)))
+            before = pinning.approved(self.pins, upstream.name, key, kind)
+            diff = pinning.diff(before, defined) if why == "changed" else None
+            self._report(kind, upstream.name, self._shown(kind, upstream.name, key), why, at, diff)
+        self.listings[(kind, upstream.name)] = marks
+        return offered
+
+    @staticmethod
+    def _shown(kind: str, server: str, key: str) -> str:
+        """A prompt as the client names it (`<server>.<prompt>`); a resource by its own URI."""
+        return f"{server}.{key}" if pinning.PINNED[kind] == "name" else key
+
+    def _withdrawn(self, kind: str, server: str, key: str, why: str) -> Refusal:
+        """The refusal of a withheld prompt or resource's use, naming why."""
+        what = f"the {NOUNS[kind].replace('_', ' ')} `{self._shown(kind, server, key)}`"
+        again = "(stalwart gateway approve)"
+        if why == "changed":
+            text = f"is withdrawn: its {CHANGES[kind]} changed since it was approved {again}"
+        elif why == "approve_again":
+            text = (
+                f"is withdrawn: `{server}` was approved before its prompts and resources were "
+                "pinned: run `stalwart gateway approve` again"
+            )
+        elif kind == "resources" and server in self.pins.get("servers", {}):
+            text = (
+                f"is withheld: it was not listed when `{server}` was approved "
+                f"(stalwart gateway approve, or `new_resources: allow` for `{server}` in "
+                "gateway.yaml)"
+            )
+        else:
+            text = f"is withdrawn: it is not approved {again}"
+        return Refusal(["withdrawn"], f"{what} {text}")
+
+    async def _offered(self, kind: str, at: str) -> list[tuple[str, dict[str, Any]]]:
+        """What every connected server lists now of `kind` that is offered, by server."""
         found = []
-        listed: dict[str, dict[str, None]] = {}
         for upstream in self._connected():
             try:
-                page = await upstream.connected().list_resources()
-            except Exception:  # noqa: BLE001 - a server without resources lists none
+                held = await self._held(upstream, kind, at)
+            except Exception:  # noqa: BLE001 - a server that cannot list them offers none
+                self.listings.pop((kind, upstream.name), None)
                 continue
-            for resource in page.resources:
-                listed.setdefault(str(resource.uri), {})[upstream.name] = None
-                found.append(resource)
-        self.resources = listed
+            found.extend((upstream.name, defined) for defined in held)
         return found
 
+    async def list_resources(self, *, at: str = "resources/list") -> list[types.Resource]:
+        """Every connected server's resources as approved. What the gateway reads from is this
+        listing's, not every listing's since it started: a server naming a new address each time
+        grows nothing, and an address no server lists now is not read."""
+        offered = await self._offered("resources", at)
+        listed: dict[str, dict[str, None]] = {}
+        for (kind, server), marks in self.listings.items():
+            if kind == "resources" and self.upstreams[server].client is not None:
+                for uri in marks:
+                    listed.setdefault(uri, {})[server] = None
+        self.resources = listed
+        return [types.Resource(uri=d["uri"], **_described(d)) for _, d in offered]
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        """Every connected server's resource templates as approved."""
+        offered = await self._offered("templates", "resources/templates/list")
+        return [
+            types.ResourceTemplate(uri_template=d["uriTemplate"], **_described(d))
+            for _, d in offered
+        ]
+
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """The resource `uri` from the server that lists it. A URI is a server's own name for
-        its resource: one that two servers have listed is read from neither, since either could
-        be answering for the other (its text, and the outside-content label of the wrong
-        server)."""
-        if uri not in self.resources:
-            await self.list_resources()
+        """The resource `uri` from the server that lists it, as approved (listed again first where
+        that server connected again since). A URI is a server's own name for its resource: one that two servers have listed is read from neither, since
+        either could be answering for the other (its text, and the outside-content label of the
+        wrong server)."""
+        known = self.resources.get(uri)
+        if not known or any(("resources", server) not in self.listings for server in known):
+            # not listed, or by a server that connected (again) since: held to its pin first
+            await self.list_resources(at="resources/read")
         servers = list(self.resources.get(uri) or ())
         if not servers:
             raise Refusal(["unknown_resource"], f"no server offers the resource `{uri}`")
@@ -1297,6 +1424,9 @@ class Gateway:
                 f"({', '.join(f'`{name}`' for name in servers)}): it is read from none",
             )
         server = servers[0]
+        why = self.listings.get(("resources", server), {}).get(uri)
+        if why is not None:
+            raise self._withdrawn("resources", server, uri, why)
         upstream = self.upstreams[server]
         if upstream.client is None:
             raise Refusal(
@@ -1314,19 +1444,28 @@ class Gateway:
         return handed_on(result)
 
     async def list_prompts(self) -> list[types.Prompt]:
-        found = []
-        for upstream in self._connected():
-            try:
-                page = await upstream.connected().list_prompts()
-            except Exception:  # noqa: BLE001 - a server without prompts lists none
-                continue
-            for prompt in page.prompts:
-                found.append(prompt.model_copy(update={"name": f"{upstream.name}.{prompt.name}"}))
-        return found
+        """Every connected server's prompts as approved, named `<server>.<prompt>`."""
+        return [
+            types.Prompt(
+                name=f"{server}.{defined['name']}",
+                description=defined["description"] or None,
+                arguments=[
+                    types.PromptArgument(
+                        name=argument["name"],
+                        description=argument["description"] or None,
+                        required=argument["required"],
+                    )
+                    for argument in defined["arguments"]
+                ],
+            )
+            for server, defined in await self._offered("prompts", "prompts/list")
+        ]
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None
     ) -> types.GetPromptResult:
+        """The prompt `name` (`<server>.<prompt>`) from its server, as approved: as its server
+        listed it last, or lists it now where it has not since it connected."""
         server, _, prompt = name.partition(".")
         upstream = self.upstreams.get(server)
         if upstream is None or not prompt:
@@ -1335,8 +1474,24 @@ class Gateway:
             raise Refusal(
                 ["upstream_unavailable"], upstream.error or f"`{server}` is not connected"
             )
+        listing = self.listings.get(("prompts", server))
+        if listing is None or prompt not in listing:
+            try:
+                await self._held(upstream, "prompts", "prompts/get")
+            except Exception as exc:  # noqa: BLE001 - unlisted, it cannot be held to its pin
+                raise Refusal(
+                    ["failed"],
+                    f"the prompt `{name}` was not got: `{server}` cannot list its prompts: "
+                    f"{self._said(server, exc)}",
+                ) from None
+            listing = self.listings.get(("prompts", server), {})
+        if prompt not in listing:
+            raise Refusal(["unknown_prompt"], f"no server offers the prompt `{name}`")
+        why = listing[prompt]
+        if why is not None:
+            raise self._withdrawn("prompts", server, prompt, why)
         try:
-            result = await upstream.client.get_prompt(prompt, dict(arguments or {}))
+            result = await upstream.connected().get_prompt(prompt, dict(arguments or {}))
         except Exception as exc:  # noqa: BLE001 - the server's error, in its own words
             raise Refusal(
                 ["failed"],

@@ -1,17 +1,24 @@
-"""Pinned tools: the digest of each upstream tool as an admin approved it, and what changed since.
+"""Pinned tools, prompts and resources: each as an admin approved it, and what changed since.
 
 A tool's definition is what its server says in `tools/list`: name, description, input schema and
 annotations (a changed `readOnlyHint` changes what the check thinks the tool does, so it counts).
-Its digest is the SHA-256 of that definition's canonical JSON. `stalwart gateway approve` writes,
-next to gateway.yaml, the definitions and digests of every tool each server lists now:
+A prompt's is its name, description and arguments (`prompts/list`); a resource's its URI, name,
+description and MIME type (`resources/list`); a resource template's the same with its URI
+template (`resources/templates/list`). Each digest is the SHA-256 of the definition's canonical
+JSON. `stalwart gateway approve` writes, next to gateway.yaml, the definitions and digests of
+everything each server lists now, keyed by name (tools, prompts), URI (resources) or URI template:
 
     {"format": "stalwart-gateway-pins/1",
      "servers": {"shop": {"approved_at": "2026-12-01T12:00:00Z",
-                          "tools": {"get_order": {"digest": "<sha256>", "definition": {...}}}}}}
+                          "tools": {"get_order": {"digest": "<sha256>", "definition": {...}}},
+                          "prompts": {...}, "resources": {...}, "templates": {...}}}}
 
-A tool the pins do not hold (a server never approved, a tool added since) or whose digest differs
-(a "rug pull": its description or schema changed) is withdrawn until it is approved again; `diff`
-says what changed, line by line, for the event.
+Anything the pins do not hold (a server never approved, a tool added since) or whose digest
+differs (a "rug pull": its description or schema changed) is withdrawn until it is approved again;
+`diff` says what changed, line by line, for the event. A server approved before prompts and
+resources were pinned has `tools` only: its prompts and resources are withdrawn (`approve_again`)
+until it is approved again. At most `MAX_RESOURCES` resources of a server are pinned (a server may
+list many, and more over time); the rest are as if added since.
 
 Beside the pins the gateway keeps its instance id (`gateway.pins.instance`, made once): what tells
 the console two gateways of one name apart.
@@ -26,7 +33,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +41,68 @@ from guard.engine import canonical_bytes
 
 FORMAT = "stalwart-gateway-pins/1"
 MAX_PINS_BYTES = 20_000_000
+#: The resources of one server the pins hold at most (the first listed).
+MAX_RESOURCES = 1_000
+
+#: What the pins hold of a server, and the field of a definition each is keyed by. A pins file
+#: written before prompts and resources were pinned holds `tools` only.
+PINNED = {"tools": "name", "prompts": "name", "resources": "uri", "templates": "uriTemplate"}
 
 
 class PinsInvalid(Exception):
     """The pins file cannot be read as pins (the message says why)."""
 
 
+def _wire(model: Any) -> Any:
+    """An MCP model as its wire mapping (a mapping as it is)."""
+    if hasattr(model, "model_dump"):
+        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return model
+
+
 def definition(tool: Any) -> dict[str, Any]:
     """The pinned part of an MCP `Tool` (a model or its wire mapping)."""
-    if hasattr(tool, "model_dump"):
-        tool = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    tool = _wire(tool)
     return {
         "name": tool.get("name"),
         "description": tool.get("description") or "",
         "inputSchema": tool.get("inputSchema") or {},
         "annotations": tool.get("annotations") or {},
     }
+
+
+def prompt_definition(prompt: Any) -> dict[str, Any]:
+    """The pinned part of an MCP `Prompt`: its name, description and arguments."""
+    prompt = _wire(prompt)
+    return {
+        "name": prompt.get("name"),
+        "description": prompt.get("description") or "",
+        "arguments": [
+            {
+                "name": argument.get("name"),
+                "description": argument.get("description") or "",
+                "required": bool(argument.get("required")),
+            }
+            for argument in prompt.get("arguments") or ()
+            if isinstance(argument, Mapping)
+        ],
+    }
+
+
+def resource_definition(resource: Any, key: str = "uri") -> dict[str, Any]:
+    """The pinned part of an MCP `Resource` (or, with `key` `uriTemplate`, `ResourceTemplate`):
+    its URI (template), name, description and MIME type."""
+    resource = _wire(resource)
+    return {
+        key: str(resource.get(key) or ""),
+        "name": resource.get("name") or "",
+        "description": resource.get("description") or "",
+        "mimeType": resource.get("mimeType") or "",
+    }
+
+
+def template_definition(template: Any) -> dict[str, Any]:
+    return resource_definition(template, "uriTemplate")
 
 
 def digest(defined: Mapping[str, Any]) -> str:
@@ -76,23 +129,46 @@ def load_pins(path: Path) -> dict[str, Any]:
     if not isinstance(servers, dict):
         raise PinsInvalid(f"`{path.name}`: servers: must be a mapping")
     for name, server in servers.items():
-        tools = server.get("tools") if isinstance(server, dict) else None
-        if not isinstance(tools, dict) or not all(
-            isinstance(pin, dict) and isinstance(pin.get("digest"), str) for pin in tools.values()
-        ):
+        if not isinstance(server, dict) or "tools" not in server:
             raise PinsInvalid(f"`{path.name}`: servers.{name}.tools: must map tools to digests")
+        for kind in PINNED:
+            held = server.get(kind, {})
+            if not isinstance(held, dict) or not all(
+                isinstance(pin, dict) and isinstance(pin.get("digest"), str)
+                for pin in held.values()
+            ):
+                raise PinsInvalid(
+                    f"`{path.name}`: servers.{name}.{kind}: must map {kind} to digests"
+                )
     return pins
 
 
-def pin_server(pins: dict[str, Any], server: str, tools: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Pins with `server`'s tools as they are now (its earlier pins replaced)."""
+def pin_server(
+    pins: dict[str, Any],
+    server: str,
+    tools: list[Mapping[str, Any]],
+    *,
+    prompts: Sequence[Mapping[str, Any]] = (),
+    resources: Sequence[Mapping[str, Any]] = (),
+    templates: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Pins with `server`'s tools, prompts, resources (the first `MAX_RESOURCES`) and resource
+    templates as they are now (its earlier pins replaced)."""
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    entries = {
-        str(defined["name"]): {"digest": digest(defined), "definition": dict(defined)}
-        for defined in tools
+    listed = {
+        "tools": tools,
+        "prompts": prompts,
+        "resources": list(resources)[:MAX_RESOURCES],
+        "templates": templates,
     }
+    entry: dict[str, Any] = {"approved_at": now}
+    for kind, key in PINNED.items():
+        entry[kind] = {
+            str(defined[key]): {"digest": digest(defined), "definition": dict(defined)}
+            for defined in listed[kind]
+        }
     servers = dict(pins.get("servers", {}))
-    servers[server] = {"approved_at": now, "tools": entries}
+    servers[server] = entry
     return {"format": FORMAT, "servers": servers}
 
 
@@ -109,19 +185,27 @@ def write_pins(path: Path, pins: Mapping[str, Any]) -> None:
         raise
 
 
-def status(pins: Mapping[str, Any], server: str, defined: Mapping[str, Any]) -> str | None:
-    """None for a tool as approved; `not_approved` or `changed` otherwise."""
+def status(
+    pins: Mapping[str, Any], server: str, defined: Mapping[str, Any], kind: str = "tools"
+) -> str | None:
+    """None for a definition (of a tool, or the `kind` of `PINNED`) as approved; otherwise
+    `not_approved`, `changed`, or `approve_again` (its server was approved before its prompts and
+    resources were pinned)."""
     held = pins.get("servers", {}).get(server)
     if held is None:
         return "not_approved"
-    pin = held.get("tools", {}).get(defined["name"])
+    if kind not in held:
+        return "approve_again"
+    pin = held[kind].get(defined[PINNED[kind]])
     if pin is None:
         return "not_approved"
     return None if pin["digest"] == digest(defined) else "changed"
 
 
-def approved(pins: Mapping[str, Any], server: str, name: str) -> Mapping[str, Any] | None:
-    pin = pins.get("servers", {}).get(server, {}).get("tools", {}).get(name)
+def approved(
+    pins: Mapping[str, Any], server: str, name: str, kind: str = "tools"
+) -> Mapping[str, Any] | None:
+    pin = pins.get("servers", {}).get(server, {}).get(kind, {}).get(name)
     return pin.get("definition") if isinstance(pin, Mapping) else None
 
 

@@ -75,6 +75,10 @@ def build_server(gateway: Gateway, *, transport: str = "stdio") -> Server[Any]:
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=await gateway.list_resources())
 
+    async def list_resource_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        templates = await gateway.list_resource_templates()
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         try:
             return await gateway.read_resource(str(params.uri))
@@ -98,6 +102,7 @@ def build_server(gateway: Gateway, *, transport: str = "stdio") -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,

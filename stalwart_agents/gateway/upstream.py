@@ -21,6 +21,8 @@ import mcp
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 from . import pins as pinning
 from .config import MissingVariable, ServerConfig, resolve, resolve_headers
@@ -28,6 +30,15 @@ from .config import MissingVariable, ServerConfig, resolve, resolve_headers
 log = logging.getLogger("stalwart.gateway")
 
 MAX_PAGES = 100
+
+#: What a server lists, by the name the pins give it: the client's method, the page's field, and
+#: the pinned definition of one item.
+LISTINGS: dict[str, tuple[str, str, Callable[[Any], dict[str, Any]]]] = {
+    "tools": ("list_tools", "tools", pinning.definition),
+    "prompts": ("list_prompts", "prompts", pinning.prompt_definition),
+    "resources": ("list_resources", "resources", pinning.resource_definition),
+    "templates": ("list_resource_templates", "resource_templates", pinning.template_definition),
+}
 
 
 #: The largest body of one answer the gateway reads from a server over HTTP (a JSON answer; an
@@ -289,17 +300,37 @@ class Upstream:
     async def list_tools(self, client: mcp.Client | None = None) -> list[dict[str, Any]]:
         """The server's tools now, as pinned definitions (every page, within bounds); through
         `client` while the connection is being opened, else the open one."""
+        return await self.listed("tools", client)
+
+    async def listed(self, kind: str, client: mcp.Client | None = None) -> list[dict[str, Any]]:
+        """What the server lists now of `kind` (`tools`, `prompts`, `resources`, `templates`), as
+        pinned definitions: every page, at most `MAX_PAGES`, within its `timeout`. None of a kind
+        the server does not declare (no prompts, no resources) or has no method for."""
         client = client or self.connected()
-        tools: list[dict[str, Any]] = []
+        method, field, defined = LISTINGS[kind]
+        capabilities = client.server_capabilities
+        declared = kind == "tools" or capabilities is None
+        if not declared:
+            declared = (
+                capabilities.prompts if kind == "prompts" else capabilities.resources
+            ) is not None
+        found: list[dict[str, Any]] = []
+        if not declared:
+            return found
         cursor = None
         with anyio.fail_after(self.config.timeout):
             for _ in range(MAX_PAGES):
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(pinning.definition(tool) for tool in page.tools)
+                try:
+                    page = await getattr(client, method)(cursor=cursor)
+                except MCPError as exc:
+                    if kind != "tools" and exc.error.code == METHOD_NOT_FOUND:
+                        return found  # resources, say, but no templates
+                    raise
+                found.extend(defined(item) for item in getattr(page, field))
                 cursor = page.next_cursor
                 if not cursor:
                     break
-        return tools
+        return found
 
     def connected(self) -> mcp.Client:
         """The open client, or `ConnectionError` saying why there is none."""

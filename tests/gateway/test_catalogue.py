@@ -118,3 +118,25 @@ def test_pins_round_trip_through_their_file(tmp_path: Path) -> None:
     assert pins.status(again, "shop", tool("get_order")) is None
     assert pins.status(again, "shop", tool("get_order", "other")) == "changed"
     assert pins.status(again, "web", tool("get_order")) == "not_approved"
+
+
+def test_a_pins_file_of_tools_only_still_loads_and_a_bad_prompts_entry_is_named(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    import pytest
+
+    path = tmp_path / "gateway.pins.json"
+    digest = pins.digest(tool("get_order"))
+    old = {"get_order": {"digest": digest, "definition": tool("get_order")}}
+    path.write_text(json.dumps({"format": pins.FORMAT, "servers": {"shop": {"tools": old}}}))
+    held = pins.load_pins(path)
+    assert pins.status(held, "shop", tool("get_order")) is None
+    prompt = pins.prompt_definition({"name": "ask", "description": "Ask."})
+    assert pins.status(held, "shop", prompt, "prompts") == "approve_again"
+    path.write_text(
+        json.dumps({"format": pins.FORMAT, "servers": {"shop": {"tools": old, "prompts": []}}})
+    )
+    with pytest.raises(pins.PinsInvalid, match="servers.shop.prompts: must map prompts"):
+        pins.load_pins(path)

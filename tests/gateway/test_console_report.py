@@ -334,6 +334,50 @@ def test_the_gateways_page_draws_the_latest_reported_and_counts_the_rest(
     assert 'id="more-gateways">5 more gateways' in page
 
 
+def test_a_changed_prompt_or_resource_is_an_event_of_the_feed_with_its_diff(
+    live_server, admin, organisation, actor_for, tmp_path
+) -> None:  # noqa: ANN001
+    from console import services as console_services
+    from console.models import Event
+    from stalwart_agents import Client
+    from stalwart_agents.gateway import Gateway as McpGateway
+    from stalwart_agents.gateway import load_config
+    from stalwart_agents.gateway.core import Refusal
+    from tests.gateway.test_pins_prompts_resources import _setup
+
+    shifty = _setup(tmp_path)
+    shifty["shift"].write_text("", encoding="utf-8")  # changed after the approval
+    _, key = console_services.api_key_create(
+        actor=actor_for(admin, organisation), name="gateway", role="editor"
+    )
+
+    async def run() -> tuple[list, str]:
+        gateway = McpGateway(load_config(shifty["path"]), client=Client(live_server.url, key))
+        async with gateway:
+            assert gateway.session is not None, gateway.session_error
+            listed = await gateway.list_prompts()
+            try:
+                await gateway.read_resource("shifty://guide")
+            except Refusal as refused:
+                why = str(refused)
+            with anyio.fail_after(30):
+                while gateway.reporter.events or gateway.reporter.sent < 2:
+                    await anyio.sleep(0.05)
+        return listed, why
+
+    listed, why = anyio.run(run)
+    assert listed == [] and "changed since it was approved" in why
+    _wait(lambda: Event.objects.filter(source="gateway", stage="resources/read").exists())
+    prompt = Event.objects.get(source="gateway", tool="shifty.summarise", verdict="withdrawn")
+    assert prompt.stage == "prompts/list" and prompt.decision == "refuse"
+    assert prompt.detail["what"] == "prompt" and prompt.detail["why"] == "changed"
+    assert any(line.startswith("+") and "evil.invalid" in line for line in prompt.detail["diff"])
+    resource = Event.objects.get(source="gateway", tool="shifty://guide", verdict="withdrawn")
+    assert resource.detail["what"] == "resource" and resource.stage == "resources/read"
+    added = Event.objects.get(source="gateway", tool="shifty.extra", verdict="withdrawn")
+    assert added.detail["why"] == "not_approved"
+
+
 def test_a_reported_prompt_or_resource_withdrawn_is_an_event_where_it_was_found(
     admin, organisation, actor_for, client
 ) -> None:  # noqa: ANN001
