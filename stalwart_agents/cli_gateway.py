@@ -154,6 +154,9 @@ def _approve(args: argparse.Namespace) -> int:
     except pinning.PinsInvalid as exc:
         raise InputError(str(exc)) from None
 
+    texts: dict[str, dict[str, list]] = {}  # each server's prompts without arguments: their text
+    unpinned: dict[tuple[str, str], str] = {}  # (server, prompt): why its text is not pinned
+
     async def listed(name: str) -> tuple[dict[str, list[dict]], str | None]:
         upstream = Upstream(config.servers[name])
         found: dict[str, list[dict]] = {}
@@ -172,6 +175,18 @@ def _approve(args: argparse.Namespace) -> int:
                 except Exception as exc:  # noqa: BLE001 - that server is not approved, saying why
                     said = server_said(str(exc))
                     error = f"the server `{name}` cannot list its {LISTED[kind]}: {said}"
+            texts[name] = {}
+            for prompt in found.get("prompts", []) if error is None else ():
+                if prompt["arguments"]:  # its text is made from them: not one text to pin
+                    continue
+                try:
+                    with anyio.fail_after(upstream.config.timeout):
+                        got = await upstream.connected().get_prompt(prompt["name"], {})
+                except Exception as exc:  # noqa: BLE001 - its definition is pinned all the same
+                    unpinned[(name, prompt["name"])] = server_said(str(exc))
+                    continue
+                dumped = got.model_dump(by_alias=True, mode="json", exclude_none=True)
+                texts[name][prompt["name"]] = dumped.get("messages", [])
             await upstream.close()
             group.cancel_scope.cancel()
         return found, error
@@ -203,6 +218,7 @@ def _approve(args: argparse.Namespace) -> int:
             prompts=found["prompts"],
             resources=found["resources"],
             templates=found["templates"],
+            texts=texts.get(name),
         )
         counts = ", ".join(
             f"{len(found[kind])} {LISTED[kind][:-1] if len(found[kind]) == 1 else LISTED[kind]}"
@@ -222,6 +238,9 @@ def _approve(args: argparse.Namespace) -> int:
                 sys.stdout.write(
                     f"  {prefix}{defined[key]} ({mark}) {pinning.digest(defined)[:16]}\n"
                 )
+                if kind == "prompts" and (name, defined[key]) in unpinned:
+                    why = unpinned[(name, defined[key])]
+                    sys.stdout.write(f"    its text is not pinned: the server answered: {why}\n")
             for gone in sorted(before):
                 sys.stdout.write(f"  {prefix}{gone} (gone)\n")
         if len(found["resources"]) > pinning.MAX_RESOURCES:

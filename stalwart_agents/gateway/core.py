@@ -1334,17 +1334,31 @@ class Gateway:
             if why is None:
                 offered.append(defined)
                 continue
-            seen = (kind, upstream.name, key, why, pinning.digest(defined))
-            if seen in self.reported:
-                continue
-            self.reported[seen] = None
-            while len(self.reported) > MAX_REPORTED:
-                self.reported.pop(next(iter(self.reported)))
             before = pinning.approved(self.pins, upstream.name, key, kind)
             diff = pinning.diff(before, defined) if why == "changed" else None
-            self._report(kind, upstream.name, self._shown(kind, upstream.name, key), why, at, diff)
+            self._report_once(kind, upstream.name, key, why, at, defined, diff)
         self.listings[(kind, upstream.name)] = marks
         return offered
+
+    def _report_once(
+        self,
+        kind: str,
+        server: str,
+        key: str,
+        why: str,
+        at: str,
+        found: Any,
+        diff: list[str] | None,
+    ) -> None:
+        """`_report` what is withheld, once for each thing `found` (a definition, a text): a
+        client listing again and again does not repeat it."""
+        seen = (kind, server, key, why, pinning.digest({"found": found}))
+        if seen in self.reported:
+            return
+        self.reported[seen] = None
+        while len(self.reported) > MAX_REPORTED:
+            self.reported.pop(next(iter(self.reported)))
+        self._report(kind, server, self._shown(kind, server, key), why, at, diff)
 
     @staticmethod
     def _shown(kind: str, server: str, key: str) -> str:
@@ -1497,6 +1511,15 @@ class Gateway:
                 ["failed"],
                 f"the prompt `{name}` was not got from `{server}`: {self._said(server, exc)}",
             ) from None
+        messages = result.model_dump(by_alias=True, mode="json", exclude_none=True)["messages"]
+        diff = pinning.text_changed(self.pins, server, prompt, messages)
+        if diff is not None:  # a prompt without arguments: its one text, as approved, or nothing
+            self._report_once("prompts", server, prompt, "changed", "prompts/get", messages, diff)
+            raise Refusal(
+                ["withdrawn"],
+                f"the prompt `{name}` is withdrawn: its text changed since it was approved "
+                "(stalwart gateway approve)",
+            )
         async with self._lock:
             self._record_content(server, f"prompt:{prompt}", result)
         return handed_on(result)

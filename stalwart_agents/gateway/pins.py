@@ -18,7 +18,10 @@ differs (a "rug pull": its description or schema changed) is withdrawn until it 
 `diff` says what changed, line by line, for the event. A server approved before prompts and
 resources were pinned has `tools` only: its prompts and resources are withdrawn (`approve_again`)
 until it is approved again. At most `MAX_RESOURCES` resources of a server are pinned (a server may
-list many, and more over time); the rest are as if added since.
+list many, and more over time); the rest are as if added since. A prompt that takes no arguments
+has one text: `approve` pins it too (`text`: the digest of its `prompts/get` messages, and the
+messages themselves up to `MAX_TEXT_CHARS`; none where the server could not give it then), and a
+text that changed since is withdrawn.
 
 Beside the pins the gateway keeps its instance id (`gateway.pins.instance`, made once): what tells
 the console two gateways of one name apart.
@@ -134,7 +137,9 @@ def load_pins(path: Path) -> dict[str, Any]:
         for kind in PINNED:
             held = server.get(kind, {})
             if not isinstance(held, dict) or not all(
-                isinstance(pin, dict) and isinstance(pin.get("digest"), str)
+                isinstance(pin, dict)
+                and isinstance(pin.get("digest"), str)
+                and (pin.get("text") is None or isinstance(pin["text"].get("digest"), str))
                 for pin in held.values()
             ):
                 raise PinsInvalid(
@@ -151,9 +156,11 @@ def pin_server(
     prompts: Sequence[Mapping[str, Any]] = (),
     resources: Sequence[Mapping[str, Any]] = (),
     templates: Sequence[Mapping[str, Any]] = (),
+    texts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Pins with `server`'s tools, prompts, resources (the first `MAX_RESOURCES`) and resource
-    templates as they are now (its earlier pins replaced)."""
+    templates as they are now (its earlier pins replaced); `texts`, each prompt without
+    arguments' text (`prompts/get` `messages`), by name."""
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     listed = {
         "tools": tools,
@@ -167,9 +174,40 @@ def pin_server(
             str(defined[key]): {"digest": digest(defined), "definition": dict(defined)}
             for defined in listed[kind]
         }
+    for name, messages in (texts or {}).items():
+        if name in entry["prompts"]:
+            entry["prompts"][name]["text"] = _text_pin(messages)
     servers = dict(pins.get("servers", {}))
     servers[server] = entry
     return {"format": FORMAT, "servers": servers}
+
+
+#: The longest text of a prompt (its messages, as JSON) the pins keep to show what changed; a
+#: longer one is pinned by its digest alone.
+MAX_TEXT_CHARS = 65_536
+
+
+def _text_pin(messages: Any) -> dict[str, Any]:
+    held = {"messages": messages}
+    pin: dict[str, Any] = {"digest": digest(held)}
+    if len(json.dumps(messages, ensure_ascii=False)) <= MAX_TEXT_CHARS:
+        pin["messages"] = messages
+    return pin
+
+
+def text_changed(
+    pins: Mapping[str, Any], server: str, prompt: str, messages: Any
+) -> list[str] | None:
+    """None where the prompt's text is as pinned (or no text is pinned: a prompt that takes
+    arguments, or pins from before); else the diff from the approved text (empty where that is
+    too long to keep)."""
+    pin = pins.get("servers", {}).get(server, {}).get("prompts", {}).get(prompt)
+    text = pin.get("text") if isinstance(pin, Mapping) else None
+    if not isinstance(text, Mapping) or text.get("digest") == digest({"messages": messages}):
+        return None
+    if "messages" not in text:
+        return []
+    return diff({"messages": text["messages"]}, {"messages": messages})
 
 
 def write_pins(path: Path, pins: Mapping[str, Any]) -> None:

@@ -366,7 +366,8 @@ def test_a_changed_prompt_or_resource_is_an_event_of_the_feed_with_its_diff(
         return listed, why
 
     listed, why = anyio.run(run)
-    assert listed == [] and "changed since it was approved" in why
+    assert [prompt.name for prompt in listed] == ["shifty.rules"]  # the one not changed
+    assert "changed since it was approved" in why
     _wait(lambda: Event.objects.filter(source="gateway", stage="resources/read").exists())
     prompt = Event.objects.get(source="gateway", tool="shifty.summarise", verdict="withdrawn")
     assert prompt.stage == "prompts/list" and prompt.decision == "refuse"

@@ -25,7 +25,8 @@ from .conftest import ROOT, calls_of
 
 
 def _setup(tmp_path: Path, extra: str = "") -> dict[str, Path]:
-    """gateway.yaml in front of `shifty` (with `extra` lines of its server), approved."""
+    """gateway.yaml in front of `shifty` (with `extra` lines of its server), approved; its call
+    counter empty."""
     from stalwart_agents import cli
 
     tmp_path.mkdir(exist_ok=True)
@@ -43,6 +44,7 @@ def _setup(tmp_path: Path, extra: str = "") -> dict[str, Path]:
         encoding="utf-8",
     )
     assert cli.main(["gateway", "approve", "--config", str(path)]) == 0
+    calls.write_text("", encoding="utf-8")  # what approve got (a prompt's text) is not counted
     return {"path": path, "calls": calls, "shift": shift, "stderr": tmp_path / "gateway.stderr"}
 
 
@@ -101,7 +103,7 @@ def test_prompts_resources_and_templates_as_approved_are_offered_and_used(tmp_pa
 
     listed, prompt, read, template = _through(shifty, story)
     assert listed == {
-        "prompts": {"shifty.summarise"},
+        "prompts": {"shifty.summarise", "shifty.rules"},
         "resources": {"shifty://guide"},
         "templates": {"shifty://notes/{id}"},
     }
@@ -124,7 +126,7 @@ def test_a_changed_prompt_resource_or_template_is_withheld_refused_and_an_event(
         return listed, prompt, read
 
     listed, prompt, read = _through(shifty, story)
-    assert listed == {"prompts": set(), "resources": set(), "templates": set()}
+    assert listed == {"prompts": {"shifty.rules"}, "resources": set(), "templates": set()}
     assert "`shifty.summarise` is withdrawn" in prompt and "changed since it was approved" in prompt
     assert "`shifty://guide` is withdrawn" in read and "changed since it was approved" in read
     assert [c for c in calls_of(shifty["calls"]) if c[1] != "ping"] == [], "nothing reached it"
@@ -167,7 +169,11 @@ def test_a_resource_added_since_the_approval_is_withheld_unless_its_server_allow
 
     listed, read, changed = _through(allowing, allowed)
     # A new resource is offered; one pinned and changed since is not, nor a prompt added since.
-    assert listed == {"prompts": set(), "resources": {"shifty://new"}, "templates": set()}
+    assert listed == {
+        "prompts": {"shifty.rules"},
+        "resources": {"shifty://new"},
+        "templates": set(),
+    }
     assert read.contents[0].text == "read shifty://new"
     assert "changed since it was approved" in changed
 
@@ -200,7 +206,8 @@ def test_a_server_approved_before_prompts_and_resources_were_pinned_offers_them_
 
     assert cli.main(["gateway", "approve", "--config", str(shifty["path"])]) == 0
     tools, listed, _ = _through(shifty, lambda client: _listed_and_prompt(client))
-    assert listed["prompts"] == {"shifty.summarise"} and listed["resources"] == {"shifty://guide"}
+    assert listed["prompts"] == {"shifty.summarise", "shifty.rules"}
+    assert listed["resources"] == {"shifty://guide"}
 
 
 async def _listed_and_prompt(client: mcp.Client) -> tuple[Any, ...]:
@@ -245,3 +252,29 @@ def test_a_server_back_with_a_changed_resource_or_prompt_never_has_it_used(tmp_p
     assert "`shifty://guide` is withdrawn" in read and "changed since" in read, read
     assert "`shifty.summarise` is withdrawn" in got and "changed since" in got, got
     assert [c for c in calls_of(shifty["calls"]) if c[1] != "ping"] == []
+
+
+def test_a_prompt_without_arguments_whose_text_changed_is_refused_and_an_event(
+    tmp_path: Path,
+) -> None:
+    """A prompt that takes no arguments has one text: `approve` pins it too, and a text that
+    changed since never reaches the client, its definition unchanged or not."""
+    shifty = _setup(tmp_path)
+
+    async def approved(client: mcp.Client) -> Any:
+        return await client.get_prompt("shifty.rules", {})
+
+    assert _through(shifty, approved).messages[0].content.text == "Be kind to customers."
+    shifty["shift"].write_text("", encoding="utf-8")
+
+    async def changed(client: mcp.Client) -> tuple[Any, ...]:
+        listed = await _listed(client)
+        return listed, await _refused(client.get_prompt("shifty.rules", {}))
+
+    listed, refused = _through(shifty, changed)
+    assert "shifty.rules" in listed["prompts"], "its definition is as approved"
+    assert "`shifty.rules` is withdrawn: its text changed since it was approved" in refused
+    assert "evil.invalid" not in refused
+    [event] = [e for e in _events(shifty) if e.get("prompt") == "shifty.rules"]
+    assert event["why"] == "changed" and event["at"] == "prompts/get"
+    assert any(line.startswith("+") and "evil.invalid" in line for line in event["diff"])
