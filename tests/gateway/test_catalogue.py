@@ -140,3 +140,14 @@ def test_a_pins_file_of_tools_only_still_loads_and_a_bad_prompts_entry_is_named(
     )
     with pytest.raises(pins.PinsInvalid, match="servers.shop.prompts: must map prompts"):
         pins.load_pins(path)
+
+
+def test_at_most_max_resources_of_a_server_are_pinned_the_rest_as_if_added_since() -> None:
+    listed = [
+        pins.resource_definition({"uri": f"file:///srv/{n}.txt", "name": f"{n}"})
+        for n in range(pins.MAX_RESOURCES + 1)
+    ]
+    held = pins.pin_server({"servers": {}}, "fs", [], resources=listed)
+    assert len(held["servers"]["fs"]["resources"]) == pins.MAX_RESOURCES
+    assert pins.status(held, "fs", listed[0], "resources") is None
+    assert pins.status(held, "fs", listed[-1], "resources") == "not_approved"
