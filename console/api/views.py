@@ -143,6 +143,7 @@ class WhoAmIView(APIView):
             "WhoAmI",
             {
                 "organisation": serializers.CharField(),
+                "organisation_id": serializers.CharField(),
                 "role": serializers.CharField(),
                 "label": serializers.CharField(),
             },
@@ -150,6 +151,14 @@ class WhoAmIView(APIView):
     )
     def get(self, request):  # noqa: ANN001, ANN201
         actor = actor_for_request(request)
+        organisation = actor.organisation
         return Response(
-            {"organisation": actor.organisation.slug, "role": actor.role, "label": actor.label}
+            {
+                "organisation": organisation.slug,
+                # Its id and the microsecond it was made: never another organisation's, even on a
+                # console whose database was made again (ids given anew), and kept by a rename.
+                "organisation_id": f"{organisation.pk}.{int(organisation.created_at.timestamp() * 1e6)}",
+                "role": actor.role,
+                "label": actor.label,
+            }
         )
