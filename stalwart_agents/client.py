@@ -16,6 +16,7 @@ Where the console cannot answer (unreachable, an error), a check raises
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -165,7 +166,8 @@ class Client:
     def close(self) -> None:
         """Stop following the console's bundles (the threads end after their current request)
         and stop shipping the decision logs: what was not shipped yet stays in the spool, and
-        the next client of this console and key ships it."""
+        the next client of this console and key ships it (or of another key of its organisation,
+        once that one's shipper has learned it: see `decision_log`)."""
         with self._feeds_lock:
             feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
@@ -184,23 +186,32 @@ class Client:
         `STALWART_SPOOL`, else in the user's state folder under a name of this console and key,
         so two consoles (or two keys) never share a spool: a `STALWART_SPOOL` that another
         console or key took first (`spool.SpoolTaken`) gives this one a spool beside it, named
-        for this console and key."""
+        for this console and key. Its shipper also ships the spools beside it that another key
+        of this console and organisation left (`spool.siblings`; a key rotated): see
+        `spool.Shipper`."""
         from stalwart_agents import spool
 
         with self._feeds_lock:
             if self._log is None:
                 named = spool.owner_of(self.url, self.api_key)[:16]  # the spool's owner, shortened
                 given = os.environ.get("STALWART_SPOOL")
+
+                def opened(path: str | Path) -> Any:
+                    return spool.decision_log(
+                        url=self.url,
+                        api_key=self.api_key,
+                        path=path,
+                        siblings=functools.partial(spool.siblings, given),
+                    )
+
                 if not given:
-                    path = spool.default_path().with_name(f"decisions-{named}.sqlite3")
-                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
+                    self._log = opened(spool.default_path().with_name(f"decisions-{named}.sqlite3"))
                     return self._log[0]
                 try:
-                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=given)
+                    self._log = opened(given)
                 except spool.SpoolTaken:
                     taken = Path(given)
-                    path = taken.with_name(f"{taken.stem}-{named}{taken.suffix}")
-                    self._log = spool.decision_log(url=self.url, api_key=self.api_key, path=path)
+                    self._log = opened(taken.with_name(f"{taken.stem}-{named}{taken.suffix}"))
             return self._log[0]
 
     def feed(self, agent: str = "") -> connected.BundleFeed:

@@ -27,10 +27,22 @@ whose sink raises keeps the record in memory and hands it again before its next 
 `stalwart_agents.runtime`), so a spool that empties again loses nothing; a decision is never
 changed by the decision log. That is our choice over refusing the calls themselves: the log
 records what the runtime decided, and the runtime keeps deciding (and failing closed) on its own.
+
+**A key rotated strands nothing.** A spool is one console's and key's (`Spool.claim`, a digest
+of both), so a process started with a new key writes to a new spool. Its shipper asks the console
+which organisation the key is of (`GET /v1/whoami`, in a thread of its own, never on a decision's
+path) and records it beside the owner (`tenant_of`: a digest of the console's url and the
+organisation's lasting id); then it adopts the spools beside its own whose owner is another key
+of the same console and organisation, and ships them with its own key (`Shipper.adopt_waiting`).
+A spool whose organisation was never recorded (written before this, or by a key the console never
+answered) is not adopted. Only the holder
+of a spool's lock (`SpoolLock`, a `flock` the OS lets go with the process) ships it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import json
 import logging
@@ -42,7 +54,7 @@ import time
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +95,16 @@ CREATE TABLE IF NOT EXISTS parked (
 );
 CREATE TABLE IF NOT EXISTS owner (
     only INTEGER PRIMARY KEY CHECK (only = 1),
-    digest TEXT NOT NULL
+    digest TEXT NOT NULL,
+    tenant TEXT
 );
 """
+#: The first bytes of every SQLite file: what is not one is never opened as a spool to adopt.
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: Files beside a spool that are its own (its WAL, its lock), never spools of their own.
+SIDECARS = ("-wal", "-shm", "-journal", ".lock")
+#: Seconds between two looks for spools to adopt, once the shipper knows its organisation.
+ADOPT_EVERY = 30.0
 
 
 class Record(dict):
@@ -116,6 +135,99 @@ class SpoolTaken(SpoolError):
 def owner_of(url: str, api_key: str) -> str:
     """Who a spool's records are for: a digest of the console's url and the API key."""
     return hashlib.sha256(f"{url}\n{api_key}".encode()).hexdigest()
+
+
+def tenant_of(url: str, organisation_id: str) -> str:
+    """Whose records a spool holds, whatever the key: a digest of the console's url and the
+    organisation's lasting id (`GET /v1/whoami`'s `organisation_id`). Any key of the same console
+    and organisation may ship them; no other may."""
+    return hashlib.sha256(
+        f"{url.rstrip('/')}\norganisation\n{organisation_id}".encode()
+    ).hexdigest()
+
+
+class SpoolLock:
+    """The right to ship one spool: an exclusive `flock` on the sidecar file `<spool>.lock`,
+    taken without waiting and held while shipping. The OS lets it go when the process ends, even
+    killed, so a spool is never stranded by a lock. Two opens of the file are two holders even in
+    one process (`flock` locks an open file, not a process)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.with_name(path.name + ".lock")
+        self._fd: int | None = None
+        self._guard = threading.Lock()
+
+    def acquire(self) -> bool:
+        """Take the lock if no one holds it (True, also when this one does already)."""
+        with self._guard:
+            if self._fd is not None:
+                return True
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            self._fd = fd
+            return True
+
+    def release(self) -> None:
+        with self._guard:
+            if self._fd is not None:
+                os.close(self._fd)  # closing the file lets the lock go
+                self._fd = None
+
+
+def survey(path: Path) -> dict[str, Any] | None:
+    """What a spool file holds, read without writing to it: its owner's `digest` and `tenant`
+    (None: not recorded, or no owner yet), the records `waiting`, their `sessions`, the `oldest`
+    and `newest` written (epoch seconds) and how many are `parked`; None when the file is not a
+    spool (not SQLite, no records table, unreadable)."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return None
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(owner)")}
+        tenant = "tenant" if "tenant" in columns else "NULL"
+        owner = None
+        if columns:
+            owner = db.execute(f"SELECT digest, {tenant} FROM owner").fetchone()  # noqa: S608
+        waiting, sessions, oldest, newest = db.execute(
+            "SELECT count(*), count(DISTINCT session), min(written), max(written) FROM records"
+        ).fetchone()
+        (parked,) = db.execute("SELECT count(*) FROM parked").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return {
+        "digest": owner[0] if owner else None,
+        "tenant": owner[1] if owner else None,
+        "waiting": int(waiting),
+        "sessions": int(sessions),
+        "oldest": oldest,
+        "newest": newest,
+        "parked": int(parked),
+    }
+
+
+def siblings(given: str | None) -> list[Path]:
+    """The spools another key of this console may have left where this process looks for its
+    own: with `$STALWART_SPOOL` (`given`), that file and the `<stem>-<digest><suffix>` beside it;
+    else the `decisions-<digest>.sqlite3` of the state folder. Their sidecars are not spools."""
+    if given:
+        taken = Path(given)
+        found = [
+            taken,
+            *taken.parent.glob(f"{glob.escape(taken.stem)}-*{glob.escape(taken.suffix)}"),
+        ]
+    else:
+        found = list(default_path().parent.glob("decisions-*.sqlite3"))
+    return sorted(path for path in found if not path.name.endswith(SIDECARS) and path.is_file())
 
 
 def default_path() -> Path:
@@ -157,6 +269,7 @@ class Spool:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         self._db.executescript(_SCHEMA)
+        self._migrate()
         # The WAL is copied back into the database by the shipper (`checkpoint`, after each batch
         # and each failed try): left to SQLite, the append that takes the WAL past 1,000 pages
         # does it, and a decision waits for its fsync (about 5 ms, one append in 300). Past
@@ -175,6 +288,21 @@ class Spool:
         self._count, self._bytes = int(count), int(size)
         self.refused = 0
         self._refusing = False
+
+    def _migrate(self) -> None:
+        """A spool made before organisations were recorded gains the owner's `tenant` column, in
+        place (NULL: not known, so not adopted on its own); two processes opening it at once add
+        it once."""
+        if "tenant" in {row[1] for row in self._db.execute("PRAGMA table_info(owner)")}:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if "tenant" not in {row[1] for row in self._db.execute("PRAGMA table_info(owner)")}:
+                self._db.execute("ALTER TABLE owner ADD COLUMN tenant TEXT")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     # -- the sink --------------------------------------------------------------------------------
 
@@ -305,6 +433,20 @@ class Spool:
                 "API key: give each its own"
             )
 
+    def settle(self, owner: str, tenant: str) -> None:
+        """Record whose records the spool holds (`tenant_of`), once its owner's key has learned
+        its organisation from the console; a spool another owner claimed is left as it is."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE owner SET tenant = ? WHERE only = 1 AND digest = ?", (tenant, owner)
+            )
+
+    def waiting(self) -> int:
+        """How many records wait in the file, whoever wrote them (`pending` counts this
+        process's view)."""
+        with self._reading:
+            return int(self._reader.execute("SELECT count(*) FROM records").fetchone()[0])
+
     def pending(self) -> int:
         """How many records wait to be shipped."""
         with self._lock:
@@ -352,7 +494,17 @@ class Shipper:
     `lanes` threads each ship the sessions of one lane (a hash of the session id), so that as
     many batches are in flight while each session's records still leave in order. `start()`
     begins, `flush(timeout)` waits until the spool is empty, `stop()` ends the threads (records
-    not yet shipped stay in the spool for the next run).
+    not yet shipped stay in the spool for the next run). The lanes ship only while this shipper
+    holds the spool's lock (`SpoolLock`): another process shipping the same file, they wait.
+
+    Given `siblings` (a function listing the spool files beside this one), a thread of its own
+    learns the key's organisation once the console answers `GET /v1/whoami`, records it in the
+    spool (`Spool.settle`), and then, every `adopt_every` seconds, adopts each sibling whose
+    owner is another key of the same console and organisation (`tenant_of`) and which no other
+    process ships (its lock is free): a shipper of the same kind, one lane, sends its records
+    with this shipper's key, in the order they were written, until it is empty. The file is left
+    in place, empty (a process still running with the old key may yet write to it: a file
+    removed under it would lose those records; the next look ships them).
     """
 
     def __init__(
@@ -368,6 +520,8 @@ class Shipper:
         backoff: tuple[float, float] = (0.5, 30.0),
         organisation: str | None = None,
         lanes: int = 2,
+        siblings: Callable[[], list[Path]] | None = None,
+        adopt_every: float | None = None,
     ) -> None:
         if batch < 1 or lanes < 1:
             raise ValueError("batch and lanes: at least 1")
@@ -376,8 +530,10 @@ class Shipper:
         if not 0 <= linger <= interval:
             raise ValueError("linger: from 0 to the interval")
         self.spool = spool
-        self.url = url.rstrip("/") + "/v1/decisions"
+        self.base = url.rstrip("/")
+        self.url = self.base + "/v1/decisions"
         self.api_key = api_key
+        self.owner = owner_of(url, api_key)  # as `decision_log` claims the spool: a digest only
         self.batch = batch
         self.interval = interval
         self.linger = linger
@@ -394,11 +550,17 @@ class Shipper:
         self.unreadable = 0
         self.failures = 0
         self.last_error: str | None = None
+        self._held = SpoolLock(spool.path)
+        self.siblings = siblings
+        self.adopt_every = ADOPT_EVERY if adopt_every is None else adopt_every
+        self.tenant: str | None = None  # whose records, once the console has said (`learn`)
+        self.adopted: list[Path] = []  # the spools of another key this shipper has shipped
+        self.looked = 0  # how many times it looked for them
+        self._look = threading.Event()
 
     # -- one batch -------------------------------------------------------------------------------
 
-    def _post(self, bodies: list[str]) -> dict[str, Any]:
-        data = ('{"records":[' + ",".join(bodies) + "]}").encode()
+    def _headers(self) -> dict[str, str]:
         headers = {
             "Content-Type": "application/json",
             "Authorization": f"Bearer {self.api_key}",
@@ -406,7 +568,27 @@ class Shipper:
         }
         if self.organisation:
             headers["X-Stalwart-Organisation"] = self.organisation
-        request = urllib.request.Request(self.url, data=data, method="POST", headers=headers)
+        return headers
+
+    def whoami(self) -> dict[str, Any]:
+        """The console's `GET /v1/whoami` for this key; `ShipFailed` when it does not answer."""
+        request = urllib.request.Request(self.base + "/v1/whoami", headers=self._headers())
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise ShipFailed(f"the console answered {exc.code} to who this key is") from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ShipFailed(f"the console at {self.base} cannot be reached: {exc}") from exc
+        if not isinstance(answer, dict):
+            raise ShipFailed("the console's answer to who this key is is not an object")
+        return answer
+
+    def _post(self, bodies: list[str]) -> dict[str, Any]:
+        data = ('{"records":[' + ",".join(bodies) + "]}").encode()
+        request = urllib.request.Request(
+            self.url, data=data, method="POST", headers=self._headers()
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
                 return json.loads(response.read())
@@ -458,9 +640,17 @@ class Shipper:
 
     # -- the threads -----------------------------------------------------------------------------
 
+    def hold(self) -> bool:
+        """Take the spool's lock if no other process (or shipper) holds it: only its holder
+        ships the spool."""
+        return self._held.acquire()
+
     def run(self, lane: int = 0) -> None:
         delay = self.backoff[0]
         while not self._stop.is_set():
+            if not self.hold():  # another process ships this file: ours wait, and go out with it
+                self._stop.wait(self.interval)
+                continue
             try:
                 moved = self.ship_once(lane)
             except ShipFailed as exc:
@@ -493,6 +683,92 @@ class Shipper:
                 # one decision in a hundred meets a post (and waits for the GIL behind it).
                 self._stop.wait(self.linger)
 
+    # -- spools of another key -------------------------------------------------------------------
+
+    def learn(self) -> str | None:
+        """Ask the console which organisation this key is of, and record it in the spool: the
+        spool's tenant (`tenant_of`); None when the console names no lasting id (an older one).
+        `ShipFailed` when it does not answer."""
+        organisation_id = self.whoami().get("organisation_id")
+        if not organisation_id:
+            return None
+        self.tenant = tenant_of(self.base, str(organisation_id))
+        self.spool.settle(self.owner, self.tenant)
+        return self.tenant
+
+    def look(self) -> None:
+        """Look for spools to adopt now rather than at the next `adopt_every`."""
+        self._look.set()
+
+    def adopt_waiting(self) -> None:
+        """Ship every sibling spool of this console and organisation that another key left."""
+        mine = self.spool.path.resolve()
+        for path in self.siblings() if self.siblings is not None else []:
+            if self._stop.is_set():
+                return
+            found = survey(path)
+            if found is None or path.resolve() == mine:
+                continue
+            ours = found["tenant"] is not None and found["tenant"] == self.tenant
+            if ours and found["digest"] != self.owner and found["waiting"]:
+                self._adopt(path, found["waiting"])
+        self.looked += 1
+
+    def alike(self, spool: Spool) -> Shipper:
+        """A shipper of `spool` to this console with this key and options, in one lane (the
+        file's records leave in the order they were written), adopting nothing itself."""
+        return Shipper(
+            spool,
+            url=self.base,
+            api_key=self.api_key,
+            batch=self.batch,
+            interval=self.interval,
+            linger=self.linger,
+            timeout=self.timeout,
+            backoff=self.backoff,
+            organisation=self.organisation,
+            lanes=1,
+        )
+
+    def _adopt(self, path: Path, count: int) -> None:
+        spool = Spool(path)
+        child = self.alike(spool)
+        try:
+            if not child.hold():  # its owner, or another adopter, ships it
+                return
+            log.warning(
+                "shipping %d decision-log records another API key of this organisation left in %s",
+                count,
+                path,
+            )
+            self.adopted.append(path)
+            child.start()
+            while not self._stop.is_set() and spool.waiting() > 0:
+                self._stop.wait(self.interval)
+        finally:
+            child.stop()
+            if not child.running:
+                spool.close()
+
+    def _adopting(self) -> None:
+        delay = self.backoff[0]
+        while not self._stop.is_set():
+            if self.tenant is None:
+                try:
+                    if self.learn() is None:
+                        log.info("the console names no lasting organisation id: no adoption")
+                        return
+                except ShipFailed:  # the console away: decisions go on, it is asked again
+                    self._stop.wait(delay * (0.5 + random.random() / 2))  # noqa: S311 - jitter
+                    delay = min(self.backoff[1], delay * 2)
+                    continue
+            try:
+                self.adopt_waiting()
+            except Exception:  # noqa: BLE001 - the thread must not die: it looks again later
+                log.exception("looking for decision-log spools of another key failed")
+            self._look.wait(self.adopt_every)
+            self._look.clear()
+
     def _checkpoint(self) -> None:
         try:
             self.spool.checkpoint()
@@ -502,12 +778,19 @@ class Shipper:
     def start(self) -> Shipper:
         if not any(thread.is_alive() for thread in self._threads):
             self._stop.clear()
+            self._look.clear()
             self._threads = [
                 threading.Thread(
                     target=self.run, args=(lane,), name=f"stalwart-decision-log-{lane}", daemon=True
                 )
                 for lane in range(self.lanes)
             ]
+            if self.siblings is not None:
+                self._threads.append(
+                    threading.Thread(
+                        target=self._adopting, name="stalwart-decision-log-adopt", daemon=True
+                    )
+                )
             for thread in self._threads:
                 thread.start()
         return self
@@ -523,10 +806,14 @@ class Shipper:
         return self.spool.pending() == 0
 
     def stop(self, timeout: float = 10.0) -> None:
+        """End the threads; the spool's lock goes with the last of them."""
         self._stop.set()
         self.spool.arrived.set()
+        self._look.set()
         for thread in self._threads:
             thread.join(timeout)
+        if not self.running:
+            self._held.release()
 
     @property
     def running(self) -> bool:
@@ -543,8 +830,9 @@ def decision_log(
 ) -> tuple[Spool, Shipper]:
     """A spool at `path` (or `default_path()`) and its shipper to the console at `url`, started:
     give the spool to a session as its `sink`. `options` are `Spool`'s caps and `Shipper`'s
-    batch, interval, linger, timeout, backoff and organisation. The spool is this console's and
-    key's from its first use on (`Spool.claim`): `SpoolTaken` when it is another's."""
+    batch, interval, linger, timeout, backoff, organisation, siblings and adopt_every. The spool
+    is this console's and key's from its first use on (`Spool.claim`): `SpoolTaken` when it is
+    another's."""
     spool_options = {
         k: options.pop(k) for k in ("max_records", "max_bytes", "synchronous") if k in options
     }
