@@ -243,6 +243,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "stalwart_agents.cli_console",
     "stalwart_agents.cli_init",
     "stalwart_agents.cli_gateway",
+    "stalwart_agents.cli_spool",
 )
 
 

@@ -35,7 +35,7 @@ path) and records it beside the owner (`tenant_of`: a digest of the console's ur
 organisation's lasting id); then it adopts the spools beside its own whose owner is another key
 of the same console and organisation, and ships them with its own key (`Shipper.adopt_waiting`).
 A spool whose organisation was never recorded (written before this, or by a key the console never
-answered) is not adopted. Only the holder
+answered) is not adopted: `stalwart spool adopt` ships it on an operator's word. Only the holder
 of a spool's lock (`SpoolLock`, a `flock` the OS lets go with the process) ships it.
 """
 
