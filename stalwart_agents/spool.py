@@ -41,7 +41,6 @@ of a spool's lock (`SpoolLock`, a `flock` the OS lets go with the process) ships
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import hashlib
 import json
@@ -57,6 +56,11 @@ import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock (see `SpoolLock`)
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +154,8 @@ class SpoolLock:
     """The right to ship one spool: an exclusive `flock` on the sidecar file `<spool>.lock`,
     taken without waiting and held while shipping. The OS lets it go when the process ends, even
     killed, so a spool is never stranded by a lock. Two opens of the file are two holders even in
-    one process (`flock` locks an open file, not a process)."""
+    one process (`flock` locks an open file, not a process). Where there is no `flock` (Windows)
+    it is always granted: one shipper per file is then the operator's care, as it was before."""
 
     def __init__(self, path: Path) -> None:
         self.path = path.with_name(path.name + ".lock")
@@ -160,7 +165,7 @@ class SpoolLock:
     def acquire(self) -> bool:
         """Take the lock if no one holds it (True, also when this one does already)."""
         with self._guard:
-            if self._fd is not None:
+            if self._fd is not None or fcntl is None:
                 return True
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:

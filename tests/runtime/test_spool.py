@@ -463,3 +463,23 @@ def test_a_spool_is_one_console_and_keys_and_refuses_another(tmp_path):
     again, shipper = decision_log(url=url, api_key="key-a", path=path)
     shipper.stop()
     again.close()
+
+
+def test_a_spools_lock_has_one_holder_and_is_free_again_once_let_go(tmp_path):
+    from stalwart_agents.spool import SpoolLock
+
+    path = tmp_path / "s.sqlite3"
+    first, second = SpoolLock(path), SpoolLock(path)
+    assert first.acquire() and first.acquire()  # held: taking it again is a no-op
+    assert not second.acquire()  # another open of the file, even in this process, waits
+    first.release()
+    assert second.acquire() and not first.acquire()
+    second.release()
+
+
+def test_where_there_is_no_flock_the_lock_is_always_granted(tmp_path, monkeypatch):
+    from stalwart_agents import spool as spool_module
+
+    monkeypatch.setattr(spool_module, "fcntl", None)
+    path = tmp_path / "s.sqlite3"
+    assert spool_module.SpoolLock(path).acquire() and spool_module.SpoolLock(path).acquire()
