@@ -71,6 +71,22 @@ def test_records_stranded_by_a_key_rotation_reach_the_feed_once_with_the_new_key
     assert path.exists()  # left in place, empty: a process still on the old key may write to it
 
 
+def test_a_stalwart_spool_another_key_took_is_adopted_from_the_sibling_beside_it(
+    live_server, keys, state, organisation, tmp_path, monkeypatch
+):
+    """With `STALWART_SPOOL`, the old key owns the file itself and the new key ships from
+    `<stem>-<digest><suffix>` beside it: the new key's shipper finds the old file by that naming."""
+    given = tmp_path / "spools" / "audit.sqlite3"
+    monkeypatch.setenv("STALWART_SPOOL", str(given))
+    assert stranded_spool(live_server.url, keys()) == given
+    with Client(url=live_server.url, api_key=keys()) as new:
+        ours = new.decision_log().path
+        assert ours.parent == given.parent and ours.name.startswith("audit-")
+        until(lambda: waiting(given) == 0, 10.0)
+        assert new._log[1].adopted == [given]
+    assert feed(organisation) == [1, 2, 3, 4, 5, 6, 7]
+
+
 def test_another_consoles_stranded_records_are_not_adopted(live_server, keys, state):
     # The same server under another name is another console's url: its spools are not ours.
     host = "localhost" if "localhost" in live_server.url else "127.0.0.1"
