@@ -716,7 +716,7 @@ class Shipper:
                 continue
             ours = found["tenant"] is not None and found["tenant"] == self.tenant
             if ours and found["digest"] != self.owner and found["waiting"]:
-                self._adopt(path, found["waiting"])
+                self._adopt(path)
         self.looked += 1
 
     def alike(self, spool: Spool) -> Shipper:
@@ -735,11 +735,14 @@ class Shipper:
             lanes=1,
         )
 
-    def _adopt(self, path: Path, count: int) -> None:
+    def _adopt(self, path: Path) -> None:
         spool = Spool(path)
         child = self.alike(spool)
         try:
             if not child.hold():  # its owner, or another adopter, ships it
+                return
+            count = spool.waiting()  # another adopter may have shipped them since they were seen
+            if not count:
                 return
             log.warning(
                 "shipping %d decision-log records another API key of this organisation left in %s",

@@ -116,6 +116,7 @@ def test_two_adopters_at_once_ship_the_stranded_records_once(
         until(lambda: len(feed(organisation)) == 40, 10.0)
         shippers = (first._log[1], second._log[1])
         assert sum(s.duplicates for s in shippers) == 0
+        assert sorted(len(s.adopted) for s in shippers) == [0, 1]  # one shipped it, alone
     assert feed(organisation) == list(range(1, 41))
 
 
