@@ -333,28 +333,18 @@ class Guard:
     ) -> Check:
         """The check alone (nothing runs). Deciding from the console's bundle, the
         organisation's published firewall first (see `firewalled`)."""
+        options = {
+            "origins": origins,
+            "context": context,
+            "token": token,
+            "run_id": run_id,
+            "thread_id": thread_id,
+        }
         if isinstance(self.session, ConnectedSession):
-            return self._walled_check(tool, arguments, origins, context, token, run_id, thread_id)
-        return self._tool_check(
-            tool,
-            arguments,
-            origins=origins,
-            context=context,
-            token=token,
-            run_id=run_id,
-            thread_id=thread_id,
-        )
+            return self._walled_check(tool, arguments, **options)
+        return self._tool_check(tool, arguments, **options)
 
-    def _walled_check(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        origins: Mapping[str, str] | None,
-        context: Any,
-        token: str | None,
-        run_id: str | None,
-        thread_id: str | None,
-    ) -> Check:
+    def _walled_check(self, tool: str, arguments: Mapping[str, Any], **options: Any) -> Check:
         """`check` deciding from the console's bundle: the organisation's published firewall
         first (a `deny` refuses, the tool check judges the arguments as it cleaned them), then
         the tool check, the firewall's hold or cap over its answer (`_gate`)."""
@@ -368,16 +358,8 @@ class Guard:
                 {"firewall": answer.to_dict()},
                 firewall_rule(answer),
             )
-        check = self._tool_check(
-            tool,
-            walled.arguments,
-            origins=origins,
-            context=context,
-            token=token,
-            run_id=run_id,
-            thread_id=thread_id,
-        )
-        gated = self._gate(tool, walled, check, token)
+        check = self._tool_check(tool, walled.arguments, **options)
+        gated = self._gate(tool, walled, check, options["token"])
         if gated.decision == "refuse":
             self._walled.pop(_call_key(tool, arguments), None)
         return gated

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agents import Agent, Runner
+from agents import Runner
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
@@ -21,10 +21,16 @@ from langgraph.types import Command
 from stalwart_agents.client import ConnectedSession, SelectorUnavailableError
 from stalwart_agents.guarded import Guard, plain_function
 from stalwart_agents.langgraph import StalwartMiddleware
-from stalwart_agents.openai_agents import StalwartTools
 from tests.frameworks.scripted_agents_model import ScriptedModel
 from tests.frameworks.test_langgraph import call, scripted
-from tests.runtime.test_decide_local import console, local_client, publish, until  # noqa: F401
+from tests.frameworks.test_openai_agents import make
+from tests.runtime.test_decide_local import (  # noqa: F401
+    console,
+    denied_in_feed,
+    local_client,
+    publish,
+    until,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,21 +104,9 @@ def langgraph_turn(client, shop, functions, arguments: dict, *, yes: bool = Fals
 def agents_sdk_turn(client, shop, functions, arguments: dict, *, yes: bool = False):  # noqa: ANN001, ANN201
     """One Agents SDK run whose model calls `get_order` (needs_approval, guardrail, invoke);
     with `yes`, an interruption is approved the SDK's way and the run resumed."""
-    guard = Guard.for_agent(shop, "desk", client=client)
-    evaluated = counted(guard)
-    tools = StalwartTools(
-        guard,
-        shop.catalogue(),
-        functions={name: plain_function(f) for name, f in functions.items()},
-    )
     model = ScriptedModel(("get_order", arguments, "c1"), "done")
-    agent = Agent(
-        name="desk",
-        instructions="You are the shop's desk.",
-        tools=tools.tools,
-        model=model,
-        input_guardrails=[tools.input_guardrail()],
-    )
+    agent, tools, guard = make(shop, functions, model, client=client)
+    evaluated = counted(guard)
 
     def run(given):  # noqa: ANN001, ANN202
         config = tools.run_config(tracing_disabled=True)
@@ -150,24 +144,13 @@ def test_a_published_deny_refuses_the_call_and_the_deny_reaches_the_feed(
     ran,  # noqa: ANN001
     turn,  # noqa: ANN001
 ):
-    from console.models import Event
-
     publish(console, actor_for, NO_LOOKUPS)
     with local_client(console) as client:
         said, evaluated, prompts = turn(client, shop, functions, {"order_id": "4411"})
         assert ran == [] and prompts == []  # the tool function never ran, nobody was asked
         assert any("firewall: no lookups" in text and "Nothing ran" in text for text in said), said
         assert evaluated == [("get_order", {"order_id": "4411"})]  # once for the call
-        until(
-            lambda: Event.objects.filter(
-                organisation=console["organisation"],
-                source="runtime",
-                tool="get_order",
-                verdict="deny",
-                rule="no lookups",
-            ).exists(),
-            15.0,
-        )
+        until(lambda: denied_in_feed(console, "get_order", "no lookups"), 15.0)
 
 
 @DOORS

@@ -84,6 +84,16 @@ def undo_check(session: ConnectedSession):  # noqa: ANN201
     return session.check_tool_call("cancel_refund", {"refund_id": "R1"}, compensation_of=1)
 
 
+def denied_in_feed(console, tool: str, rule: str) -> bool:  # noqa: ANN001
+    """Whether the organisation's deny of `tool` by `rule` reached the console's feed from the
+    runtime's decision log."""
+    from console.models import Event
+
+    return Event.objects.filter(
+        organisation=console["organisation"], source="runtime", tool=tool, verdict="deny", rule=rule
+    ).exists()
+
+
 def until(predicate, seconds: float) -> float:  # noqa: ANN001
     """Seconds until `predicate()` held (checked every 20 ms); fails past `seconds`."""
     started = time.monotonic()
@@ -1027,8 +1037,6 @@ def test_agent_chat_is_gated_by_the_organisations_published_firewall_policy(
     """The security team's published policy denies a tool: a turn decided from the bundle does
     not run it (the reply names the rule), and the deny reaches the console's feed as the
     console records a firewall evaluation."""
-    from console.models import Event
-
     publish(
         console,
         actor_for,
@@ -1039,16 +1047,7 @@ def test_agent_chat_is_gated_by_the_organisations_published_firewall_policy(
         reply = shop.chat("show me order 4411", user="ana", agent="desk")
         assert reply.ran == [] and reply.waiting is None, reply.text
         assert "no lookups" in reply.text
-        until(
-            lambda: Event.objects.filter(
-                organisation=console["organisation"],
-                source="runtime",
-                tool="get_order",
-                verdict="deny",
-                rule="no lookups",
-            ).exists(),
-            15.0,
-        )
+        until(lambda: denied_in_feed(console, "get_order", "no lookups"), 15.0)
     finally:
         shop._local_client().close()
 
